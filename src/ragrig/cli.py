@@ -1,0 +1,123 @@
+"""The `ragrig` command: params, data, summary, MLflow UI, DVC setup."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from ragrig.errors import RagrigError
+
+
+def _root() -> Path:
+    return Path.cwd()
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    from ragrig.config import validate_all
+    from ragrig.params import compose_yaml, write_params
+
+    import yaml
+
+    if args.action == "write":
+        text = write_params(args.conf, args.output, args.overrides)
+        validate_all(yaml.safe_load(text))
+        print(f"wrote {args.output}")
+        return 0
+    text = compose_yaml(args.conf, args.overrides)
+    validate_all(yaml.safe_load(text))
+    current = Path(args.output).read_text(encoding="utf-8") if Path(args.output).exists() else ""
+    if current != text:
+        print(f"{args.output} differs from the composition of {args.conf}/: run `make params`", file=sys.stderr)
+        return 1
+    print(f"{args.output} matches {args.conf}/")
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from ragrig.config import load_section
+    from ragrig.data.beir import load_beir
+    from ragrig.data.download import ensure_dataset
+
+    ds = load_section("dataset", args.params)
+    status = ensure_dataset(Path(ds.root), ds.download)
+    data = load_beir(Path(ds.root), ds.split)
+    print(
+        f"dataset {ds.name} {status} at {ds.root}: {len(data.corpus)} documents, "
+        f"{len(data.queries)} {ds.split} queries, {sum(len(v) for v in data.qrels.values())} judgments"
+    )
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from ragrig.config import load_params
+    from ragrig.io import read_json
+    from ragrig.report.summary import format_summary
+
+    print(format_summary(read_json(Path(args.metrics)), load_params(args.params)))
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from ragrig import ui
+    from ragrig.report.tracking import tracking_uri
+
+    root = _root()
+    if args.action == "start":
+        info = ui.start(root, tracking_uri(None, root), port=args.port)
+        print(f"MLflow UI at {info['url']} (pid {info['pid']}); stop with `make ui-stop`")
+    else:
+        n = ui.stop(root)
+        print(f"stopped MLflow server ({n} processes)" if n else "no MLflow server running")
+    return 0
+
+
+def cmd_init_dvc(args: argparse.Namespace) -> int:
+    """Initialise DVC in the checkout: Hydra composition on, analytics off."""
+    root = _root()
+    if not (root / ".dvc").exists():
+        subprocess.run(["dvc", "init", "-q"], cwd=root, check=True)
+    for key, value in (("core.analytics", "false"), ("hydra.enabled", "true")):
+        subprocess.run(["dvc", "config", key, value], cwd=root, check=True)
+    print("DVC ready (hydra.enabled true, analytics off)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    pp = sub.add_parser("params", help="compose conf/ into params.yaml, or check they agree")
+    pp.add_argument("action", choices=["write", "check"])
+    pp.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. retrieve=bm25")
+    pp.add_argument("--conf", default="conf")
+    pp.add_argument("--output", default="params.yaml")
+    pp.set_defaults(func=cmd_params)
+    pd_ = sub.add_parser("data", help="make sure the configured dataset is present (download + verify)")
+    pd_.add_argument("action", choices=["ensure"])
+    pd_.add_argument("--params", default="params.yaml")
+    pd_.set_defaults(func=cmd_data)
+    ps = sub.add_parser("summary", help="print the console summary of reports/metrics.json")
+    ps.add_argument("--metrics", default="reports/metrics.json")
+    ps.add_argument("--params", default="params.yaml")
+    ps.set_defaults(func=cmd_summary)
+    pu = sub.add_parser("ui", help="start or stop the MLflow UI over the project's store")
+    pu.add_argument("action", choices=["start", "stop"])
+    pu.add_argument("--port", type=int, default=5000)
+    pu.set_defaults(func=cmd_ui)
+    pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
+    pi.set_defaults(func=cmd_init_dvc)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RagrigError as exc:
+        print(f"ragrig: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Dataset loading (BEIR layout, SciFact claim files) and verified download."""

@@ -1,0 +1,38 @@
+"""SciFact's original claim files: per-claim label and rationale sentences, as query attributes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragrig.data.beir import iter_jsonl
+from ragrig.errors import DataValidationError
+
+NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
+
+
+def claim_label(evidence: dict[str, list[dict[str, Any]]]) -> str:
+    """One label per claim: SUPPORT, CONTRADICT, NOT_ENOUGH_INFO (no rationale) or MIXED."""
+    labels = {r["label"] for rationales in evidence.values() for r in rationales}
+    if not labels:
+        return NOT_ENOUGH_INFO
+    if len(labels) == 1:
+        return labels.pop()
+    return "MIXED"
+
+
+def load_claims(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Map claim id -> {label, evidence}; a claim id appearing in two files is an error."""
+    claims: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        if not path.exists():
+            raise DataValidationError(f"claims file not found: {path}")
+        for lineno, rec in iter_jsonl(path):
+            if "id" not in rec or "claim" not in rec:
+                raise DataValidationError(f"{path}:{lineno}: claim record needs 'id' and 'claim'")
+            cid = str(rec["id"])
+            if cid in claims:
+                raise DataValidationError(f"{path}:{lineno}: duplicate claim id {cid!r}")
+            evidence = rec.get("evidence") or {}
+            claims[cid] = {"label": claim_label(evidence), "evidence": evidence, "claim": rec["claim"]}
+    return claims

@@ -1,0 +1,57 @@
+"""sentence-transformers embedder, loading packaged weights, a local folder or a hub id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragrig.models import resolve_model
+
+
+class SentenceTransformerEmbedder:
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 32,
+        max_seq_length: int | None = None,
+        normalize: bool = True,
+        prefix: str = "",
+    ):
+        from sentence_transformers import SentenceTransformer
+
+        self.model_ref = model
+        self.model = SentenceTransformer(resolve_model(model), device="cpu")
+        if max_seq_length is not None:
+            self.model.max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.prefix = prefix
+
+    @classmethod
+    def from_config(cls, cfg: Any, role: str = "passage") -> SentenceTransformerEmbedder:
+        prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
+        return cls(cfg.model, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix)
+
+    def with_prefix(self, prefix: str) -> SentenceTransformerEmbedder:
+        """Same loaded model, another text prefix (queries vs passages)."""
+        clone = object.__new__(SentenceTransformerEmbedder)
+        clone.__dict__.update(self.__dict__)
+        clone.prefix = prefix
+        return clone
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        if self.prefix:
+            texts = [self.prefix + t for t in texts]
+        vecs = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)

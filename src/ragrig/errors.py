@@ -1,0 +1,19 @@
+"""Exception types raised at ragrig's boundaries."""
+
+from __future__ import annotations
+
+
+class RagrigError(Exception):
+    """Base class for errors ragrig reports to the user (non-zero exit, clear message)."""
+
+
+class DataValidationError(RagrigError):
+    """Input data violates the contract (malformed lines, duplicate or unknown ids, empty texts)."""
+
+
+class SchemaError(RagrigError):
+    """A table passed between stages does not match its column contract."""
+
+
+class ConfigError(RagrigError):
+    """A config section does not validate."""

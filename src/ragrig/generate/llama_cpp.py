@@ -1,0 +1,69 @@
+"""In-process GGUF chat generator via xllamacpp (the packaged SmolLM2-135M-Instruct by default)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragrig.generate import Generation, format_passages
+from ragrig.models import resolve_model
+
+USER_TEMPLATE = (
+    "Passages:\n{passages}\n\nQuestion or claim: {question}\n"
+    "Answer using only the passages, citing them like [1]."
+)
+
+
+class LlamaCppGenerator:
+    def __init__(
+        self,
+        model: str,
+        system_prompt: str,
+        n_ctx: int = 2048,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        seed: int = 0,
+        threads: int = 2,
+    ):
+        import xllamacpp as xlc
+
+        params = xlc.CommonParams()
+        params.model.path = resolve_model(model)
+        params.n_ctx = n_ctx
+        params.n_parallel = 1
+        params.cpuparams.n_threads = threads
+        params.sampling.seed = seed
+        params.sampling.temp = temperature
+        self.server = xlc.Server(params)
+        self.model_name = model
+        self.system_prompt = system_prompt
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+
+    @classmethod
+    def from_config(cls, cfg: Any, seed: int = 0, threads: int = 2) -> LlamaCppGenerator:
+        return cls(cfg.model, cfg.system_prompt, cfg.n_ctx, cfg.max_tokens, cfg.temperature, seed, threads)
+
+    def chat(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+        """One chat-completions call; raises on an error response."""
+        request = {
+            "messages": messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            **extra,
+        }
+        resp = self.server.handle_chat_completions(request)
+        if not isinstance(resp, dict) or "choices" not in resp:
+            raise RuntimeError(f"llama.cpp returned an error: {resp!r}"[:500])
+        return resp
+
+    def generate(self, question: str, passages: list[str]) -> Generation:
+        user = USER_TEMPLATE.format(passages=format_passages(passages), question=question)
+        resp = self.chat([{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}])
+        usage = resp.get("usage", {})
+        return Generation(
+            text=resp["choices"][0]["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        )

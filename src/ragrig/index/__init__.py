@@ -1,0 +1,1 @@
+"""index: dense FAISS indexes (flat, HNSW, IVF) and BM25 indexes over chunks."""

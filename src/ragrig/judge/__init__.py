@@ -1,0 +1,127 @@
+"""judge: score answers against their context; answers with no checkable claim are counted apart."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pandas as pd
+
+FAILURE_MODES = ("none", "fabrication", "overgeneralization", "wrong_entity", "stale_fact")
+
+
+class InvalidVerdict(ValueError):
+    """A verdict whose supported/unsupported claims do not partition the extracted claims."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Claim-level verdict. Valid only if supported and unsupported partition `extracted`
+    completely and disjointly, with no blank claim; no claims means outcome `no_claims`."""
+
+    extracted: list[str]
+    supported: list[str]
+    unsupported: list[str]
+    failure_mode: str = "none"
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        blank = [c for c in self.extracted + self.supported + self.unsupported if not c.strip()]
+        if blank:
+            raise InvalidVerdict(f"blank claim(s): {blank!r}")
+        if len(set(self.extracted)) != len(self.extracted):
+            raise InvalidVerdict("duplicate extracted claims")
+        overlap = set(self.supported) & set(self.unsupported)
+        if overlap:
+            raise InvalidVerdict(f"claims both supported and unsupported: {sorted(overlap)}")
+        union = set(self.supported) | set(self.unsupported)
+        if union != set(self.extracted) or len(self.supported) + len(self.unsupported) != len(self.extracted):
+            raise InvalidVerdict("supported and unsupported do not cover the extracted claims exactly")
+        if self.failure_mode not in FAILURE_MODES:
+            raise InvalidVerdict(f"unknown failure mode {self.failure_mode!r}")
+
+    @property
+    def outcome(self) -> str:
+        return "scored" if self.extracted else "no_claims"
+
+    @property
+    def score(self) -> float | None:
+        """supported / extracted; None (not 0, not NaN) when there are no claims."""
+        if not self.extracted:
+            return None
+        return len(self.supported) / len(self.extracted)
+
+
+class Judge(Protocol):
+    def judge(self, question: str, answer: str, contexts: list[str], reference: str | None = None) -> Verdict:
+        ...
+
+
+def make_judge(cfg: Any) -> Judge:
+    from ragrig.registry import resolve
+
+    return resolve("judge", cfg.method).from_config(cfg)
+
+
+@dataclass
+class _Row:
+    qid: str
+    status: str
+    n_claims: int = 0
+    n_supported: int = 0
+    faithfulness: float | None = None
+    claims: str = "[]"
+    latency_ms: float = 0.0
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def judge_all(
+    judge: Judge,
+    generations: pd.DataFrame,
+    queries: dict[str, str],
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One judgment per generation, against the exact passages the generator saw. Generation errors are 'skipped'; a judge failure is 'error'
+    or 'invalid' (a verdict breaking the partition rule); all are counted by the report."""
+    from tqdm import tqdm
+
+    rows = []
+    for g in tqdm(generations.itertuples(index=False), total=len(generations), desc="judge", disable=not progress):
+        if g.status == "error":
+            rows.append(_Row(g.qid, "skipped", error="generation failed"))
+            continue
+        contexts = json.loads(g.contexts)
+        t0 = time.perf_counter()
+        try:
+            verdict = judge.judge(queries[g.qid], g.answer, contexts)
+        except InvalidVerdict as exc:
+            rows.append(_Row(g.qid, "invalid", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3))
+            continue
+        except TimeoutError as exc:
+            rows.append(_Row(g.qid, "timeout", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3))
+            continue
+        except Exception as exc:  # counted as status=error, never dropped
+            rows.append(
+                _Row(g.qid, "error", error=f"{type(exc).__name__}: {exc}", latency_ms=(time.perf_counter() - t0) * 1e3)
+            )
+            continue
+        claims = [{"claim": c, "supported": c in set(verdict.supported)} for c in verdict.extracted]
+        rows.append(
+            _Row(
+                g.qid,
+                verdict.outcome,
+                n_claims=len(verdict.extracted),
+                n_supported=len(verdict.supported),
+                faithfulness=verdict.score,
+                claims=json.dumps(claims),
+                latency_ms=(time.perf_counter() - t0) * 1e3,
+                error=verdict.reason,
+            )
+        )
+    cols = ["qid", "status", "n_claims", "n_supported", "faithfulness", "claims", "latency_ms", "error"]
+    df = pd.DataFrame([{c: getattr(r, c) for c in cols} for r in rows], columns=cols)
+    df["faithfulness"] = df["faithfulness"].astype("float64")
+    return df

@@ -1,0 +1,1 @@
+"""Metrics: IR measures via ir_measures, aggregation by slice, latency and cost, MLflow keys."""

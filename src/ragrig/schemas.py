@@ -1,0 +1,129 @@
+"""Column contracts of the tables passed between stages, defined once and checked on read/write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ragrig.errors import SchemaError
+
+
+@dataclass(frozen=True)
+class Schema:
+    columns: dict[str, str]  # name -> kind: str | int | float | bool | float? (nullable)
+    unique: tuple[str, ...] = ()
+
+
+SCHEMAS: dict[str, Schema] = {
+    "documents": Schema(
+        {
+            "doc_id": "str",
+            "title": "str",
+            "text": "str",
+            "content": "str",
+            "source": "str",
+            "content_hash": "str",
+        },
+        ("doc_id",),
+    ),
+    "queries": Schema(
+        {"qid": "str", "text": "str", "claim_label": "str", "n_gold": "int", "n_words": "int"},
+        ("qid",),
+    ),
+    "qrels": Schema({"qid": "str", "doc_id": "str", "relevance": "int"}, ("qid", "doc_id")),
+    "chunks": Schema(
+        {"chunk_id": "str", "doc_id": "str", "text": "str", "start": "int", "end": "int"},
+        ("chunk_id",),
+    ),
+    "ids": Schema({"id": "str"}, ("id",)),
+    "run": Schema(
+        {"qid": "str", "doc_id": "str", "chunk_id": "str", "score": "float", "rank": "int"},
+        ("qid", "doc_id"),
+    ),
+    "lanes": Schema(
+        {
+            "lane": "str",
+            "qid": "str",
+            "doc_id": "str",
+            "chunk_id": "str",
+            "score": "float",
+            "rank": "int",
+        },
+        ("lane", "qid", "doc_id"),
+    ),
+    "latency": Schema({"qid": "str", "stage": "str", "latency_ms": "float"}, ("qid", "stage")),
+    "ann_recall": Schema({"qid": "str", "k": "int", "recall": "float"}, ("qid",)),
+    "generations": Schema(
+        {
+            "qid": "str",
+            "status": "str",
+            "answer": "str",
+            "context_chunk_ids": "str",
+            "contexts": "str",
+            "citations": "str",
+            "model": "str",
+            "prompt_tokens": "int",
+            "completion_tokens": "int",
+            "latency_ms": "float",
+            "error": "str",
+        },
+        ("qid",),
+    ),
+    "judgments": Schema(
+        {
+            "qid": "str",
+            "status": "str",
+            "n_claims": "int",
+            "n_supported": "int",
+            "faithfulness": "float?",
+            "claims": "str",
+            "latency_ms": "float",
+            "error": "str",
+        },
+        ("qid",),
+    ),
+    "per_query": Schema(
+        {"qid": "str", "measure": "str", "value": "float"},
+        ("qid", "measure"),
+    ),
+}
+
+GENERATION_STATUSES = ("ok", "empty", "error")
+JUDGMENT_STATUSES = ("scored", "no_claims", "invalid", "timeout", "error", "skipped")
+
+
+def _kind_ok(series: pd.Series, kind: str) -> bool:
+    nullable = kind.endswith("?")
+    kind = kind.rstrip("?")
+    if not nullable and series.isna().any():
+        return False
+    values = series.dropna()
+    if kind == "str":
+        return pd.api.types.is_string_dtype(series) or values.map(lambda v: isinstance(v, str)).all()
+    if kind == "int":
+        return pd.api.types.is_integer_dtype(series) or (len(values) == 0)
+    if kind == "float":
+        return pd.api.types.is_float_dtype(series) or pd.api.types.is_integer_dtype(series)
+    if kind == "bool":
+        return pd.api.types.is_bool_dtype(series)
+    raise SchemaError(f"unknown column kind {kind!r}")
+
+
+def validate(df: pd.DataFrame, schema: str) -> pd.DataFrame:
+    """Check required columns, kinds and unique keys; raise SchemaError naming the problem."""
+    if schema not in SCHEMAS:
+        raise SchemaError(f"unknown schema {schema!r}")
+    spec = SCHEMAS[schema]
+    missing = [c for c in spec.columns if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{schema}: missing columns {missing}; has {list(df.columns)}")
+    for col, kind in spec.columns.items():
+        if not _kind_ok(df[col], kind):
+            raise SchemaError(f"{schema}: column {col!r} is {df[col].dtype}, expected {kind}")
+    if spec.unique:
+        dup = df.duplicated(list(spec.unique), keep=False)
+        if dup.any():
+            sample = df.loc[dup, list(spec.unique)].head(5).to_dict("records")
+            raise SchemaError(f"{schema}: duplicate keys {list(spec.unique)}, e.g. {sample}")
+    return df

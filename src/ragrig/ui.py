@@ -1,0 +1,111 @@
+"""Start and stop an `mlflow server` over the project's tracking store, as one process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _state_file(root: Path) -> Path:
+    return root / ".ragrig" / "mlflow_server.json"
+
+
+def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 5000, timeout: float = 90.0) -> dict:
+    """Start the server in its own session (process group) and wait until its REST API answers."""
+    import requests
+
+    state = _state_file(root)
+    if state.exists():
+        info = json.loads(state.read_text())
+        if _alive(info["pid"]):
+            return info
+        state.unlink()
+    state.parent.mkdir(parents=True, exist_ok=True)
+    artifacts = root / "mlartifacts"
+    log = open(root / ".ragrig" / "mlflow_server.log", "ab")
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", host, "--port", str(port),
+         "--backend-store-uri", backend_uri, "--artifacts-destination", str(artifacts), "--workers", "1"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root, env=env,
+    )
+    url = f"http://{host}:{port}"
+    info = {"pid": proc.pid, "pgid": os.getpgid(proc.pid), "url": url, "backend_uri": backend_uri}
+    state.write_text(json.dumps(info))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            state.unlink(missing_ok=True)
+            raise RuntimeError(f"mlflow server exited with code {proc.returncode}; see .ragrig/mlflow_server.log")
+        try:
+            if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                return info
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    stop(root)
+    raise TimeoutError(f"mlflow server did not answer on {url} within {timeout:.0f} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_members(pgid: int) -> list[int]:
+    import psutil
+
+    members = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.info["pid"]) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                members.append(p.info["pid"])
+        except (ProcessLookupError, psutil.Error, OSError):
+            continue
+    return members
+
+
+def stop(root: Path, timeout: float = 20.0) -> int:
+    """Stop the whole process group (the server spawns a dozen children); return how many
+    processes were running. SIGTERM first, SIGKILL for any left after `timeout`."""
+    state = _state_file(root)
+    if not state.exists():
+        return 0
+    info = json.loads(state.read_text())
+    pgid = info["pgid"]
+    members = _group_members(pgid)
+    if members:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _group_members(pgid):
+            time.sleep(0.2)
+        if _group_members(pgid):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            time.sleep(0.5)
+    try:  # reap our own child if this process started it
+        os.waitpid(info["pid"], os.WNOHANG)
+    except ChildProcessError:
+        pass
+    state.unlink(missing_ok=True)
+    return len(members)
+
+
+def group_members(root_or_pgid: int) -> list[int]:
+    """Live processes of a process group (for checking that stop left nothing behind)."""
+    return _group_members(root_or_pgid)

@@ -1,0 +1,47 @@
+"""DVC stage embed: chunks and queries -> normalised vectors (+ per-query encoding latency)."""
+
+from __future__ import annotations
+
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    rt = load_section("runtime", args.params)
+    stage.apply_runtime(rt.seed, rt.threads)
+    stage.apply_torch_runtime(rt.seed, rt.threads)
+
+    import numpy as np
+    import pandas as pd
+
+    from ragrig.embed import encode_queries_timed
+    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.models import model_fingerprint
+    from ragrig.registry import resolve
+
+    parse_dir, chunk_dir = args.inputs
+    cfg = load_section("embed", args.params)
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    passages = resolve("embedder", cfg.method).from_config(cfg, role="passage")
+    chunk_vecs = passages.encode(chunks["text"].tolist(), progress=True)
+    query_vecs, lat = encode_queries_timed(passages.with_prefix(cfg.query_prefix), queries["text"].tolist())
+    with atomic_dir(args.out) as out:
+        np.save(out / "chunks.npy", chunk_vecs)
+        np.save(out / "queries.npy", query_vecs)
+        write_table(pd.DataFrame({"id": chunks["chunk_id"]}), out / "chunk_ids.parquet", "ids")
+        write_table(pd.DataFrame({"id": queries["qid"]}), out / "query_ids.parquet", "ids")
+        write_table(
+            pd.DataFrame({"qid": queries["qid"], "stage": "embed_query", "latency_ms": lat}),
+            out / "latency.parquet",
+            "latency",
+        )
+        write_json(out / "manifest.json", {"model": model_fingerprint(cfg.model), "dim": int(chunk_vecs.shape[1]),
+                                          "chunks": len(chunks), "queries": len(queries)})
+    print(f"embed: {chunk_vecs.shape[0]} chunks and {query_vecs.shape[0]} queries, dim {chunk_vecs.shape[1]}")
+
+
+if __name__ == "__main__":
+    stage.run("embed", main)

@@ -1,0 +1,46 @@
+"""DVC stage index: chunk vectors -> FAISS index; chunk texts -> BM25 index."""
+
+from __future__ import annotations
+
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    rt = load_section("runtime", args.params)
+    stage.apply_runtime(rt.seed, rt.threads)
+
+    import time
+
+    import faiss
+    import numpy as np
+
+    from ragrig.io import atomic_dir, read_table, write_json
+    from ragrig.registry import resolve
+
+    chunk_dir, embed_dir = args.inputs
+    cfg = load_section("index", args.params)
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    ids = read_table(embed_dir / "chunk_ids.parquet", "ids")
+    if ids["id"].tolist() != chunks["chunk_id"].tolist():
+        raise RuntimeError("embedding rows do not match the chunk table; rerun embed")
+    vectors = np.load(embed_dir / "chunks.npy")
+    t0 = time.perf_counter()
+    dense = resolve("dense_index", cfg.dense.method)(vectors, cfg.dense)
+    t_dense = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sparse = resolve("sparse_index", cfg.sparse.method).build(chunks["text"].tolist(), cfg.sparse)
+    t_sparse = time.perf_counter() - t0
+    with atomic_dir(args.out) as out:
+        faiss.write_index(dense, str(out / "dense.faiss"))
+        sparse.save(out / "sparse")
+        write_json(out / "manifest.json", {"dense": cfg.dense.model_dump(), "sparse": cfg.sparse.model_dump(),
+                                          "vectors": int(dense.ntotal)})
+    print(f"index: {cfg.dense.method} over {dense.ntotal} vectors in {t_dense:.1f} s, "
+          f"{cfg.sparse.method} in {t_sparse:.1f} s")
+
+
+if __name__ == "__main__":
+    stage.run("index", main)

@@ -1,0 +1,31 @@
+"""DVC stage judge: claim-level faithfulness of each answer against its own context."""
+
+from __future__ import annotations
+
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    rt = load_section("runtime", args.params)
+    stage.apply_runtime(rt.seed, rt.threads)
+
+    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.judge import judge_all, make_judge
+
+    parse_dir, generate_dir = args.inputs
+    cfg = load_section("judge", args.params)
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    gens = read_table(generate_dir / "generations.parquet", "generations")
+    judgments = judge_all(make_judge(cfg), gens, dict(zip(queries["qid"], queries["text"], strict=True)))
+    status = judgments["status"].value_counts().sort_index().to_dict()
+    with atomic_dir(args.out) as out:
+        write_table(judgments, out / "judgments.parquet", "judgments")
+        write_json(out / "manifest.json", {"method": cfg.method, "status": status})
+    print(f"judge: {len(judgments)} answers, status {status}")
+
+
+if __name__ == "__main__":
+    stage.run("judge", main)

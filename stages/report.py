@@ -1,0 +1,64 @@
+"""DVC stage report: metrics.json, per-query and slice tables, plots, and one MLflow run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragrig import stage
+
+
+def main() -> None:
+    p = stage.parser(__doc__)
+    p.add_argument("--metrics", type=Path, required=True)
+    args = p.parse_args()
+    import pandas as pd
+
+    from ragrig.config import load_params, load_section
+    from ragrig.io import atomic_dir, read_json, read_table, write_json
+    from ragrig.report import ReportInputs, build_report
+    from ragrig.report.plots import write_plots
+    from ragrig.report.summary import format_summary
+    from ragrig.report.tracking import log_run, tracking_uri
+
+    parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
+    cfg = load_section("report", args.params)
+    ann_path = retrieve_dir / "ann_recall.parquet"
+    manifest = read_json(retrieve_dir / "manifest.json")
+    inputs = ReportInputs(
+        queries=read_table(parse_dir / "queries.parquet", "queries"),
+        qrels=read_table(parse_dir / "qrels.parquet", "qrels"),
+        retrieved=read_table(retrieve_dir / "run.parquet", "run"),
+        lanes=read_table(retrieve_dir / "lanes.parquet", "lanes"),
+        reranked=read_table(rerank_dir / "run.parquet", "run"),
+        ann=read_table(ann_path, "ann_recall") if ann_path.exists() else None,
+        ann_timing={k: manifest[k] for k in ("approx_ms", "exact_ms") if k in manifest} or None,
+        latency=pd.concat(
+            [read_table(d / "latency.parquet", "latency") for d in (embed_dir, retrieve_dir, rerank_dir)],
+            ignore_index=True,
+        ),
+        generations=read_table(generate_dir / "generations.parquet", "generations"),
+        judgments=read_table(judge_dir / "judgments.parquet", "judgments"),
+    )
+    report = build_report(inputs, cfg)
+    params = load_params(args.params)
+    summary = format_summary(report.metrics, params)
+    with atomic_dir(args.out) as out:
+        report.per_query.to_parquet(out / "per_query.parquet", index=False)
+        report.slices.to_csv(out / "slices.csv", index=False, float_format="%.6f")
+        (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
+        write_plots(report, out / "plots")
+    write_json(args.metrics, report.metrics)
+    print(summary)
+    if cfg.mlflow.enabled:
+        uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
+        run_id = log_run(
+            uri, cfg.mlflow.experiment, params, report.metrics,
+            [args.metrics, args.out / "per_query.parquet", args.out / "slices.csv", args.out / "summary.txt",
+             *sorted((args.out / "plots").glob("*.png"))],
+            Path.cwd(),
+        )
+        print(f"report: MLflow run {run_id} in {uri}")
+
+
+if __name__ == "__main__":
+    stage.run("report", main)

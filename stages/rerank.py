@@ -1,0 +1,39 @@
+"""DVC stage rerank: rescore the top documents of each query (identity or cross-encoder)."""
+
+from __future__ import annotations
+
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    rt = load_section("runtime", args.params)
+    stage.apply_runtime(rt.seed, rt.threads)
+    cfg = load_section("rerank", args.params)
+    if cfg.method != "identity":
+        stage.apply_torch_runtime(rt.seed, rt.threads)
+
+    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.rerank import make_reranker, rerank_run
+
+    parse_dir, chunk_dir, retrieve_dir = args.inputs
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    run = read_table(retrieve_dir / "run.parquet", "run")
+    reranker = make_reranker(cfg)
+    depth = getattr(cfg, "depth", None)
+    new_run, latency = rerank_run(
+        run, dict(zip(queries["qid"], queries["text"], strict=True)),
+        dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), reranker, depth,
+    )
+    with atomic_dir(args.out) as out:
+        write_table(new_run, out / "run.parquet", "run")
+        write_table(latency, out / "latency.parquet", "latency")
+        write_json(out / "manifest.json", {"method": cfg.method, "depth": depth, "queries": int(new_run["qid"].nunique())})
+    print(f"rerank: {cfg.method} over {new_run['qid'].nunique()} queries")
+
+
+if __name__ == "__main__":
+    stage.run("rerank", main)

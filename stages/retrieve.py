@@ -1,0 +1,65 @@
+"""DVC stage retrieve: queries -> document runs per lane and fused; ANN recall against exact."""
+
+from __future__ import annotations
+
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    rt = load_section("runtime", args.params)
+    stage.apply_runtime(rt.seed, rt.threads)
+
+    import faiss
+    import numpy as np
+
+    from ragrig.config import validate_section
+    from ragrig.index.dense import is_exact, set_search_params
+    from ragrig.io import atomic_dir, read_json, read_table, write_json, write_table
+    from ragrig.registry import resolve
+    from ragrig.retrieve import ann_recall, lanes_of, retrieve_all
+
+    parse_dir, chunk_dir, embed_dir, index_dir = args.inputs
+    cfg = load_section("retrieve", args.params)
+    index_manifest = read_json(index_dir / "manifest.json")
+    sparse_cfg = validate_section("index", {"dense": index_manifest["dense"], "sparse": index_manifest["sparse"]}).sparse
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    lanes = lanes_of(cfg.method)
+    dense = faiss.read_index(str(index_dir / "dense.faiss")) if "dense" in lanes else None
+    sparse = (
+        resolve("sparse_index", sparse_cfg.method).load(index_dir / "sparse", sparse_cfg)
+        if "bm25" in lanes else None
+    )
+    qvecs = np.load(embed_dir / "queries.npy") if dense is not None else None
+    run, lane_runs, latency = retrieve_all(
+        cfg, queries["qid"].tolist(), queries["text"].tolist(), qvecs, dense, sparse,
+        chunks["doc_id"].to_numpy(), chunks["chunk_id"].to_numpy(),
+    )
+    summary = {"method": cfg.method, "queries": len(queries), "exact_dense": None}
+    ann = None
+    if dense is not None and not is_exact(dense):
+        exact = faiss.IndexFlatIP(dense.d)
+        exact.add(np.load(embed_dir / "chunks.npy"))
+        set_search_params(dense, cfg.ef_search, cfg.nprobe)
+        ann, timing = ann_recall(dense, exact, queries["qid"].tolist(), qvecs, cfg.ann_recall_k)
+        summary.update(exact_dense=False, ann_recall_mean=float(ann["recall"].mean()), **timing)
+    elif dense is not None:
+        summary["exact_dense"] = True
+    with atomic_dir(args.out) as out:
+        write_table(run, out / "run.parquet", "run")
+        write_table(lane_runs, out / "lanes.parquet", "lanes")
+        write_table(latency, out / "latency.parquet", "latency")
+        if ann is not None:
+            write_table(ann, out / "ann_recall.parquet", "ann_recall")
+        write_json(out / "manifest.json", summary)
+    msg = f"retrieve: {cfg.method}, {run['qid'].nunique()} queries"
+    if ann is not None:
+        msg += f", ANN recall@{cfg.ann_recall_k} vs exact {summary['ann_recall_mean']:.4f}"
+    print(msg)
+
+
+if __name__ == "__main__":
+    stage.run("retrieve", main)
