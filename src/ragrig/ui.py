@@ -27,13 +27,13 @@ def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 500
         state.unlink()
     state.parent.mkdir(parents=True, exist_ok=True)
     artifacts = root / "mlartifacts"
-    log = open(root / ".ragrig" / "mlflow_server.log", "ab")
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", host, "--port", str(port),
-         "--backend-store-uri", backend_uri, "--artifacts-destination", str(artifacts), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root, env=env,
-    )
+    with open(root / ".ragrig" / "mlflow_server.log", "ab") as log:  # the child keeps its own copy
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", host, "--port", str(port),
+             "--backend-store-uri", backend_uri, "--artifacts-destination", str(artifacts), "--workers", "1"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root, env=env,
+        )
     url = f"http://{host}:{port}"
     info = {"pid": proc.pid, "pgid": os.getpgid(proc.pid), "url": url, "backend_uri": backend_uri}
     state.write_text(json.dumps(info))

@@ -1,0 +1,70 @@
+"""Shared fixtures: project paths, reference examples, and a throwaway copy of the project."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def reference() -> dict:
+    path = SHARED / "reference_examples.json"
+    if not path.exists():
+        pytest.skip("../shared/reference_examples.json not present")
+    return json.loads(path.read_text())
+
+
+def project_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        MLFLOW_DISABLE_TELEMETRY="true",
+        DO_NOT_TRACK="1",
+        DVC_NO_ANALYTICS="1",
+        GIT_AUTHOR_NAME="ragrig-test",
+        GIT_AUTHOR_EMAIL="test@example.invalid",
+        GIT_COMMITTER_NAME="ragrig-test",
+        GIT_COMMITTER_EMAIL="test@example.invalid",
+    )
+    env.pop("RAGRIG_MLFLOW_URI", None)
+    env.pop("RAGRIG_STAGE_LOG", None)
+    env.update(extra or {})
+    return env
+
+
+def sh(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=cwd, env=env or project_env(), capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def copy_project(dest: Path) -> Path:
+    """Copy the git-tracked files (what a fresh clone holds) into `dest` and make it a repo."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=PROJECT, capture_output=True, text=True, check=True,
+    ).stdout.split("\0")
+    for rel in filter(None, files):
+        src = PROJECT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    sh(["git", "init", "-q", "-b", "main"], dest)
+    sh(["git", "add", "-A"], dest)
+    sh(["git", "commit", "-qm", "copy"], dest)
+    return dest

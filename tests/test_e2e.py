@@ -1,0 +1,184 @@
+"""End to end on the tiny fixture through real DVC: caching, partial reruns, sweeps, MLflow, UI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .conftest import copy_project, project_env, sh
+
+pytestmark = pytest.mark.e2e
+
+BASE = ["dataset=tiny", "generate=extractive"]
+
+
+def _python(ws: Path) -> str:
+    return str(Path(project_env()["PATH"].split(os.pathsep)[0]) / "python")
+
+
+def _stage_log(ws: Path) -> list[dict]:
+    path = ws / ".ragrig" / "stage_log.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _ran(ws: Path, since: int) -> list[str]:
+    return [e["stage"] for e in _stage_log(ws)[since:] if e["status"] == "ok"]
+
+
+def _params(ws: Path, *overrides: str) -> None:
+    sh([_python(ws), "-m", "ragrig.cli", "params", "write", *BASE, *overrides], ws)
+
+
+def _mlflow_runs(ws: Path) -> pd.DataFrame:
+    code = (
+        "import mlflow,sys;mlflow.set_tracking_uri(sys.argv[1]);"
+        "df=mlflow.search_runs(experiment_names=['ragrig']);print(df.to_json(orient='records'))"
+    )
+    out = sh([_python(ws), "-c", code, f"sqlite:///{ws / 'mlflow.db'}"], ws).stdout
+    return pd.DataFrame(json.loads(out.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory) -> Path:
+    ws = copy_project(tmp_path_factory.mktemp("e2e"))
+    sh([_python(ws), "-m", "ragrig.cli", "init-dvc"], ws)
+    _params(ws)
+    sh(["git", "add", "-A"], ws)
+    sh(["git", "commit", "-qm", "tiny params"], ws)
+    sh(["dvc", "repro"], ws)
+    return ws
+
+
+def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
+    assert _ran(ws, 0) == ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
+    for out in ["data/parse/documents.parquet", "data/chunk/chunks.parquet", "data/embed/chunks.npy",
+                "data/index/dense.faiss", "data/retrieve/run.parquet", "data/rerank/run.parquet",
+                "data/generate/generations.parquet", "data/judge/judgments.parquet",
+                "reports/run/per_query.parquet", "reports/run/plots/slices_ndcg.png"]:
+        assert (ws / out).exists(), out
+    metrics = json.loads((ws / "reports/metrics.json").read_text())
+    c = metrics["counts"]
+    assert (c["queries"], c["answerable"], c["no_gold"], c["missing_runs"]) == (9, 8, 1, 0)
+    assert c["generated"] == 9 and sum(c["judgment_status"].values()) == 9
+    assert 0.0 <= metrics["retrieval"]["ndcg@10"] <= 1.0
+    assert metrics["retrieval"]["recall@100"] == 1.0  # 20 documents, depth 100: every gold is found
+    assert set(metrics["lanes"]) == {"dense", "bm25"}
+    labels = {k: v["n_queries"] for k, v in metrics["slices"]["claim_label"].items()}
+    assert labels == {"SUPPORT": 4, "CONTRADICT": 2, "NOT_ENOUGH_INFO": 3}
+    assert set(metrics["latency_ms"]) == {"embed_query", "retrieve", "rerank", "generate", "judge"}
+    runs = _mlflow_runs(ws)
+    assert len(runs) == 1
+    run = runs.iloc[0]
+    assert run["metrics.retrieval/ndcg_at_10"] == pytest.approx(metrics["retrieval"]["ndcg@10"])
+    assert run["params.retrieve.ef_search"] == "128"
+    assert run["tags.params_hash"] and len(run["tags.git_commit"]) == 40
+
+
+def test_second_repro_runs_no_stage(ws):
+    before = len(_stage_log(ws))
+    proc = sh(["dvc", "repro"], ws)
+    assert _ran(ws, before) == []
+    assert "Running stage" not in proc.stdout
+
+
+def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):
+    before = len(_stage_log(ws))
+    _params(ws, "retrieve.ef_search=16")
+    sh(["dvc", "repro"], ws)
+    assert _ran(ws, before) == ["retrieve", "rerank", "generate", "judge", "report"]
+    _params(ws)  # back to the default: every stage restored from the run-cache, none recomputed
+    before = len(_stage_log(ws))
+    sh(["dvc", "repro"], ws)
+    assert _ran(ws, before) == []
+
+
+def _without_timing(obj):
+    if isinstance(obj, dict):
+        return {k: _without_timing(v) for k, v in obj.items() if k not in {"latency_ms", "approx_ms", "exact_ms"}}
+    return obj
+
+
+def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
+    def snapshot():
+        return {
+            "chunks": pd.read_parquet(ws / "data/chunk/chunks.parquet"),
+            "vectors": (ws / "data/embed/chunks.npy").read_bytes(),
+            "index": (ws / "data/index/dense.faiss").read_bytes(),
+            "run": pd.read_parquet(ws / "data/rerank/run.parquet"),
+            "gens": pd.read_parquet(ws / "data/generate/generations.parquet").drop(columns="latency_ms"),
+            "judge": pd.read_parquet(ws / "data/judge/judgments.parquet").drop(columns="latency_ms"),
+            "metrics": _without_timing(json.loads((ws / "reports/metrics.json").read_text())),
+        }
+
+    first = snapshot()
+    sh(["dvc", "repro", "-f"], ws)
+    second = snapshot()
+    assert first["vectors"] == second["vectors"]
+    assert first["index"] == second["index"]
+    for key in ("chunks", "run", "gens", "judge"):
+        pd.testing.assert_frame_equal(first[key], second[key])
+    assert first["metrics"] == second["metrics"]
+
+
+def test_killed_stage_leaves_nothing_half_written_and_resumes(ws):
+    reference = pd.read_parquet(ws / "data/retrieve/run.parquet")
+    env = project_env()
+    proc = subprocess.Popen(["dvc", "repro", "-f", "-s", "embed"], cwd=ws, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (ws / "data/embed").exists():
+        time.sleep(0.1)  # DVC removes the stage's outputs before running it
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (ws / "data/embed").exists()
+    status = sh(["dvc", "status"], ws).stdout
+    assert "embed" in status
+    sh(["dvc", "repro"], ws)
+    assert not list((ws / "data").glob(".*.tmp-*"))
+    pd.testing.assert_frame_equal(reference, pd.read_parquet(ws / "data/retrieve/run.parquet"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
+    n_embed = sum(1 for e in _stage_log(ws) if e["stage"] == "embed" and e["status"] == "ok")
+    runs_before = set(_mlflow_runs(ws)["run_id"])
+    sh([_python(ws), "-m", "ragrig.sweep", "--multirun", *BASE, "retrieve.ef_search=24,40"], ws)
+    assert sum(1 for e in _stage_log(ws) if e["stage"] == "embed" and e["status"] == "ok") == n_embed
+    runs = _mlflow_runs(ws)
+    new = runs[~runs["run_id"].isin(runs_before)]
+    assert sorted(new["params.retrieve.ef_search"]) == ["24", "40"]
+
+    from ragrig import ui
+
+    import requests
+
+    port = _free_port()
+    info = ui.start(ws, f"sqlite:///{ws / 'mlflow.db'}", port=port)
+    try:
+        exp = requests.get(f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
+                           params={"experiment_name": "ragrig"}, timeout=10).json()["experiment"]
+        listed = requests.post(f"{info['url']}/api/2.0/mlflow/runs/search",
+                               json={"experiment_ids": [exp["experiment_id"]], "max_results": 100}, timeout=10).json()
+        listed_ids = {r["info"]["run_id"] for r in listed["runs"]}
+        assert set(new["run_id"]) <= listed_ids
+        assert len(listed_ids) == len(runs)
+    finally:
+        stopped = ui.stop(ws)
+    assert stopped > 0
+    assert ui.group_members(info["pgid"]) == []

@@ -1,0 +1,78 @@
+"""`ragrig ui`: a real mlflow server over a sqlite store lists the logged runs and stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import requests
+
+from ragrig import ui
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, set[str]]:
+    """A sqlite tracking store with two finished runs in experiment 'ragrig'."""
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("DO_NOT_TRACK", "1")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("ragrig")
+    run_ids = set()
+    for i in range(2):
+        run = client.create_run(exp_id, run_name=f"run-{i}")
+        client.log_param(run.info.run_id, "retrieve", ["bm25", "dense"][i])
+        client.log_metric(run.info.run_id, "ndcg_at_10", 0.5 + i / 10)
+        client.set_terminated(run.info.run_id)
+        run_ids.add(run.info.run_id)
+    return uri, exp_id, run_ids
+
+
+def test_ui_serves_the_store_and_stops_cleanly(
+    tmp_path: Path, store: tuple[str, str, set[str]]
+) -> None:
+    uri, exp_id, run_ids = store
+    port = _free_port()
+    state = tmp_path / ".ragrig" / "mlflow_server.json"
+    try:
+        info = ui.start(tmp_path, uri, port=port)
+        assert info["url"] == f"http://127.0.0.1:{port}"
+        assert info["backend_uri"] == uri
+        assert json.loads(state.read_text()) == info
+        pgid = info["pgid"]
+        assert info["pid"] in ui.group_members(pgid)
+
+        assert ui.start(tmp_path, uri, port=port)["pid"] == info["pid"]  # already running: reused
+
+        resp = requests.post(
+            f"{info['url']}/api/2.0/mlflow/runs/search",
+            json={"experiment_ids": [exp_id], "max_results": 100},
+            timeout=30,
+        )
+        assert resp.status_code == 200, resp.text
+        runs = resp.json()["runs"]
+        assert {r["info"]["run_id"] for r in runs} == run_ids
+        assert len(runs) == 2
+        assert {r["data"]["params"][0]["value"] for r in runs} == {"bm25", "dense"}
+
+        stopped = ui.stop(tmp_path)
+    finally:
+        ui.stop(tmp_path)  # never leave a server behind, even when an assertion failed
+
+    assert stopped > 0
+    assert ui.group_members(pgid) == []
+    assert not state.exists()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{info['url']}/health", timeout=2)
+    assert ui.stop(tmp_path) == 0

@@ -1,0 +1,97 @@
+"""Claim-level faithfulness and the verdict partition rule, on the reference examples."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ragrig.judge import InvalidVerdict, Verdict, judge_all
+from ragrig.judge.overlap import OverlapJudge
+
+
+def test_claim_faithfulness_reference(reference):
+    ex = reference["claim_faithfulness"]
+    verdict = OverlapJudge().judge("", ex["answer"], [ex["context"]])
+    assert verdict.extracted == ex["claims"]
+    assert [c in verdict.supported for c in verdict.extracted] == ex["supported"]
+    assert verdict.score == ex["expected_faithfulness"] == 0.75
+    assert verdict.outcome == "scored"
+
+
+def test_empty_answer_has_no_claims_and_no_score(reference):
+    ex = reference["claim_faithfulness"]
+    verdict = OverlapJudge().judge("", "", [ex["context"]])
+    assert verdict.outcome == "no_claims"
+    assert verdict.score is None
+    assert verdict.reason == "empty answer"
+
+
+def test_refusal_has_no_claims():
+    verdict = OverlapJudge().judge("q", "I cannot answer this from the provided passages.", ["Mars has moons."])
+    assert (verdict.outcome, verdict.score, verdict.reason) == ("no_claims", None, "refusal")
+
+
+def test_partition_valid_and_empty(reference):
+    ex = reference["judgment_partition"]
+    v = ex["valid"]
+    verdict = Verdict(v["extracted"], v["supported"], v["unsupported"], failure_mode=v["failure_mode"])
+    assert (verdict.outcome, verdict.score) == (v["outcome"], v["expected_score"])
+    e = ex["empty"]
+    empty = Verdict(e["extracted"], e["supported"], e["unsupported"])
+    assert (empty.outcome, empty.score) == (e["outcome"], e["expected_score"])
+
+
+@pytest.mark.parametrize("case", ["invalid_overlap", "invalid_blank"])
+def test_partition_rejects_invalid(reference, case):
+    ex = reference["judgment_partition"][case]
+    with pytest.raises(InvalidVerdict):
+        Verdict(ex["extracted"], ex["supported"], ex["unsupported"])
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+def test_blank_claims_rejected(blank):
+    with pytest.raises(InvalidVerdict, match="blank"):
+        Verdict([blank], [blank], [])
+
+
+def test_partition_rejects_missing_and_unknown_modes():
+    with pytest.raises(InvalidVerdict, match="cover"):
+        Verdict(["a claim", "b claim"], ["a claim"], [])
+    with pytest.raises(InvalidVerdict, match="failure mode"):
+        Verdict(["a claim"], ["a claim"], [], failure_mode="made_up")
+
+
+class _Flaky:
+    """A judge that times out, returns an invalid verdict, or crashes, by question."""
+
+    def judge(self, question, answer, contexts, reference=None):
+        if question == "slow":
+            raise TimeoutError("judge timed out after 30 s")
+        if question == "bad":
+            return Verdict(["x y"], ["x y"], ["x y"])
+        if question == "boom":
+            raise json.JSONDecodeError("Expecting value", "not json", 0)
+        return OverlapJudge().judge(question, answer, contexts)
+
+
+def test_judge_failures_are_counted_not_dropped():
+    qs = {"ok": "ok", "slow": "slow", "bad": "bad", "boom": "boom", "gen_err": "gen_err", "empty": "empty"}
+    rows = []
+    for q in qs:
+        rows.append({
+            "qid": q, "status": {"gen_err": "error", "empty": "empty"}.get(q, "ok"),
+            "answer": "" if q in {"gen_err", "empty"} else "Mars has two moons [1].",
+            "context_chunk_ids": "[]", "contexts": json.dumps(["Mars has two moons, Phobos and Deimos."]),
+            "citations": "[1]", "model": "m", "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0, "error": "",
+        })
+    out = judge_all(_Flaky(), pd.DataFrame(rows), qs, progress=False).set_index("qid")
+    assert len(out) == 6
+    assert out.loc["ok", "status"] == "scored" and out.loc["ok", "faithfulness"] == 1.0
+    assert out.loc["slow", "status"] == "timeout"
+    assert out.loc["bad", "status"] == "invalid"
+    assert out.loc["boom", "status"] == "error" and "JSONDecodeError" in out.loc["boom", "error"]
+    assert out.loc["gen_err", "status"] == "skipped"
+    assert out.loc["empty", "status"] == "no_claims"
+    assert out["faithfulness"].notna().sum() == 1  # only the scored answer has a score
