@@ -33,6 +33,7 @@ class LlamaCppGenerator:
         params.cpuparams.n_threads = threads
         params.sampling.seed = seed
         params.sampling.temp = temperature
+        params.verbosity = -1  # llama.cpp's per-request timing lines would drown the progress bar
         self.server = xlc.Server(params)
         self.model_name = model
         self.system_prompt = system_prompt
@@ -51,6 +52,9 @@ class LlamaCppGenerator:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,
+            # Reusing a cached prompt prefix changes the logits slightly: answers would then
+            # depend on which query ran before. Off, so that each answer is reproducible alone.
+            "cache_prompt": False,
             **extra,
         }
         resp = self.server.handle_chat_completions(request)

@@ -1,0 +1,86 @@
+"""Chunk-to-document aggregation, lanes and ANN recall on small exact examples."""
+
+from __future__ import annotations
+
+import faiss
+import numpy as np
+import pytest
+
+from ragrig.config import validate_section
+from ragrig.index.dense import build_flat, build_hnsw, build_ivf
+from ragrig.index.sparse import Bm25sIndex, RankBm25Index
+from ragrig.retrieve import Hits, ann_recall, retrieve_all, to_documents
+
+
+def test_document_score_is_best_chunk_and_ties_by_id():
+    chunk_doc = np.array(["b", "a", "b", "c"])
+    chunk_ids = np.array(["b#0", "a#0", "b#1", "c#0"])
+    hits = Hits(rows=np.array([2, 1, 0, 3, -1]), scores=np.array([0.9, 0.5, 0.4, 0.5, 0.0]))
+    assert to_documents(hits, chunk_doc, chunk_ids, depth=10) == [
+        ("b", "b#1", 0.9), ("a", "a#0", 0.5), ("c", "c#0", 0.5),
+    ]
+    assert len(to_documents(hits, chunk_doc, chunk_ids, depth=2)) == 2
+
+
+TEXTS = ["mars moons phobos deimos", "venus thick atmosphere", "insulin lowers glucose", "mars rover curiosity"]
+
+
+@pytest.mark.parametrize("method", ["bm25s", "rank_bm25"])
+def test_bm25_backends_rank_the_matching_text_first(method, tmp_path):
+    cfg = validate_section("index", {"dense": {"method": "flat"}, "sparse": {"method": method}}).sparse
+    cls = Bm25sIndex if method == "bm25s" else RankBm25Index
+    index = cls.build(TEXTS, cfg)
+    index.save(tmp_path / "bm25")
+    loaded = cls.load(tmp_path / "bm25", cfg)
+    scores, rows = loaded.search(["Which moons does Mars have?", "glucose"], k=4)
+    assert rows[0][0] == 0 and rows[1][0] == 2
+    assert scores[0][0] > scores[0][1] >= scores[0][2]
+
+
+def _vectors(n=400, d=16, seed=0):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_hnsw_recall_against_exact_and_determinism():
+    vecs, queries = _vectors(), _vectors(20, seed=1)
+    cfg = validate_section("index", {"dense": {"method": "hnsw", "m": 16, "ef_construction": 100},
+                                     "sparse": {"method": "bm25s"}}).dense
+    a, b = build_hnsw(vecs, cfg), build_hnsw(vecs, cfg)
+    assert faiss.serialize_index(a).tobytes() == faiss.serialize_index(b).tobytes()
+    a.hnsw.efSearch = 200
+    table, timing = ann_recall(a, build_flat(vecs, None), [str(i) for i in range(20)], queries, k=10)
+    assert table["recall"].mean() >= 0.95
+    assert set(timing) == {"approx_ms", "exact_ms"}
+
+
+def test_flat_search_recall_is_exact():
+    vecs = _vectors()
+    flat = build_flat(vecs, None)
+    table, _ = ann_recall(flat, build_flat(vecs, None), ["q"], vecs[:1], k=5)
+    assert table["recall"].tolist() == [1.0]
+
+
+def test_ivf_rejects_more_lists_than_vectors():
+    from ragrig.errors import ConfigError
+
+    cfg = validate_section("index", {"dense": {"method": "ivf", "nlist": 64}, "sparse": {"method": "bm25s"}}).dense
+    with pytest.raises(ConfigError, match="nlist=64"):
+        build_ivf(_vectors(n=20), cfg)
+
+
+def test_retrieve_all_hybrid_lanes_and_run():
+    vecs = _vectors(n=4, d=8)
+    dense = build_flat(vecs, None)
+    sparse_cfg = validate_section("index", {"dense": {"method": "flat"}, "sparse": {"method": "bm25s"}}).sparse
+    sparse = Bm25sIndex.build(TEXTS, sparse_cfg)
+    cfg = validate_section("retrieve", {"method": "hybrid_rrf", "depth": 3, "chunk_depth": 4})
+    run, lanes, latency = retrieve_all(
+        cfg, ["q1"], ["mars moons"], vecs[:1], dense, sparse,
+        np.array(["d0", "d1", "d2", "d3"]), np.array(["d0#0", "d1#0", "d2#0", "d3#0"]), progress=False,
+    )
+    assert run["rank"].tolist() == [1, 2, 3]
+    assert run["doc_id"].iloc[0] == "d0"  # first in both lanes
+    assert sorted(lanes["lane"].unique()) == ["bm25", "dense"]
+    assert latency["stage"].tolist() == ["retrieve"]
