@@ -18,8 +18,14 @@ def main() -> None:
     with atomic_dir(args.out) as out:
         write_table(chunks, out / "chunks.parquet", "chunks")
         per_doc = chunks.groupby("doc_id").size()
-        write_json(out / "manifest.json", {"chunks": len(chunks), "documents": len(docs),
-                                          "max_chunks_per_document": int(per_doc.max())})
+        write_json(
+            out / "manifest.json",
+            {
+                "chunks": len(chunks),
+                "documents": len(docs),
+                "max_chunks_per_document": int(per_doc.max()),
+            },
+        )
     print(f"chunk: {len(chunks)} chunks from {len(docs)} documents")
 
 

@@ -27,7 +27,9 @@ def main() -> None:
     queries = read_table(parse_dir / "queries.parquet", "queries")
     passages = resolve("embedder", cfg.method).from_config(cfg, role="passage")
     chunk_vecs = passages.encode(chunks["text"].tolist(), progress=True)
-    query_vecs, lat = encode_queries_timed(passages.with_prefix(cfg.query_prefix), queries["text"].tolist())
+    query_vecs, lat = encode_queries_timed(
+        passages.with_prefix(cfg.query_prefix), queries["text"].tolist()
+    )
     with atomic_dir(args.out) as out:
         np.save(out / "chunks.npy", chunk_vecs)
         np.save(out / "queries.npy", query_vecs)
@@ -38,9 +40,18 @@ def main() -> None:
             out / "latency.parquet",
             "latency",
         )
-        write_json(out / "manifest.json", {"model": model_fingerprint(cfg.model), "dim": int(chunk_vecs.shape[1]),
-                                          "chunks": len(chunks), "queries": len(queries)})
-    print(f"embed: {chunk_vecs.shape[0]} chunks and {query_vecs.shape[0]} queries, dim {chunk_vecs.shape[1]}")
+        write_json(
+            out / "manifest.json",
+            {
+                "model": model_fingerprint(cfg.model),
+                "dim": int(chunk_vecs.shape[1]),
+                "chunks": len(chunks),
+                "queries": len(queries),
+            },
+        )
+    print(
+        f"embed: {chunk_vecs.shape[0]} chunks and {query_vecs.shape[0]} queries, dim {chunk_vecs.shape[1]}"
+    )
 
 
 if __name__ == "__main__":

@@ -26,12 +26,18 @@ def main() -> None:
     contexts = {q: [(c, text[c]) for c in g["chunk_id"]] for q, g in top.groupby("qid", sort=True)}
     generator = make_generator(cfg, seed=rt.seed, threads=rt.threads)
     gens = generate_all(
-        generator, qids, dict(zip(queries["qid"], queries["text"], strict=True)), contexts, cfg.max_passage_chars
+        generator,
+        qids,
+        dict(zip(queries["qid"], queries["text"], strict=True)),
+        contexts,
+        cfg.max_passage_chars,
     )
     status = gens["status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(gens, out / "generations.parquet", "generations")
-        write_json(out / "manifest.json", {"method": cfg.method, "sampled": len(qids), "status": status})
+        write_json(
+            out / "manifest.json", {"method": cfg.method, "sampled": len(qids), "status": status}
+        )
     print(f"generate: {len(gens)} answers, status {status}")
 
 

@@ -36,10 +36,18 @@ def main() -> None:
     with atomic_dir(args.out) as out:
         faiss.write_index(dense, str(out / "dense.faiss"))
         sparse.save(out / "sparse")
-        write_json(out / "manifest.json", {"dense": cfg.dense.model_dump(), "sparse": cfg.sparse.model_dump(),
-                                          "vectors": int(dense.ntotal)})
-    print(f"index: {cfg.dense.method} over {dense.ntotal} vectors in {t_dense:.1f} s, "
-          f"{cfg.sparse.method} in {t_sparse:.1f} s")
+        write_json(
+            out / "manifest.json",
+            {
+                "dense": cfg.dense.model_dump(),
+                "sparse": cfg.sparse.model_dump(),
+                "vectors": int(dense.ntotal),
+            },
+        )
+    print(
+        f"index: {cfg.dense.method} over {dense.ntotal} vectors in {t_dense:.1f} s, "
+        f"{cfg.sparse.method} in {t_sparse:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ def main() -> None:
     cfg = load_section("judge", args.params)
     queries = read_table(parse_dir / "queries.parquet", "queries")
     gens = read_table(generate_dir / "generations.parquet", "generations")
-    judgments = judge_all(make_judge(cfg), gens, dict(zip(queries["qid"], queries["text"], strict=True)))
+    judgments = judge_all(
+        make_judge(cfg), gens, dict(zip(queries["qid"], queries["text"], strict=True))
+    )
     status = judgments["status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(judgments, out / "judgments.parquet", "judgments")

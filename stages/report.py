@@ -33,7 +33,10 @@ def main() -> None:
         ann=read_table(ann_path, "ann_recall") if ann_path.exists() else None,
         ann_timing={k: manifest[k] for k in ("approx_ms", "exact_ms") if k in manifest} or None,
         latency=pd.concat(
-            [read_table(d / "latency.parquet", "latency") for d in (embed_dir, retrieve_dir, rerank_dir)],
+            [
+                read_table(d / "latency.parquet", "latency")
+                for d in (embed_dir, retrieve_dir, rerank_dir)
+            ],
             ignore_index=True,
         ),
         generations=read_table(generate_dir / "generations.parquet", "generations"),
@@ -52,9 +55,17 @@ def main() -> None:
     if cfg.mlflow.enabled:
         uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
         run_id = log_run(
-            uri, cfg.mlflow.experiment, params, report.metrics,
-            [args.metrics, args.out / "per_query.parquet", args.out / "slices.csv", args.out / "summary.txt",
-             *sorted((args.out / "plots").glob("*.png"))],
+            uri,
+            cfg.mlflow.experiment,
+            params,
+            report.metrics,
+            [
+                args.metrics,
+                args.out / "per_query.parquet",
+                args.out / "slices.csv",
+                args.out / "summary.txt",
+                *sorted((args.out / "plots").glob("*.png")),
+            ],
             Path.cwd(),
         )
         print(f"report: MLflow run {run_id} in {uri}")

@@ -25,13 +25,19 @@ def main() -> None:
     reranker = make_reranker(cfg)
     depth = getattr(cfg, "depth", None)
     new_run, latency = rerank_run(
-        run, dict(zip(queries["qid"], queries["text"], strict=True)),
-        dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), reranker, depth,
+        run,
+        dict(zip(queries["qid"], queries["text"], strict=True)),
+        dict(zip(chunks["chunk_id"], chunks["text"], strict=True)),
+        reranker,
+        depth,
     )
     with atomic_dir(args.out) as out:
         write_table(new_run, out / "run.parquet", "run")
         write_table(latency, out / "latency.parquet", "latency")
-        write_json(out / "manifest.json", {"method": cfg.method, "depth": depth, "queries": int(new_run["qid"].nunique())})
+        write_json(
+            out / "manifest.json",
+            {"method": cfg.method, "depth": depth, "queries": int(new_run["qid"].nunique())},
+        )
     print(f"rerank: {cfg.method} over {new_run['qid'].nunique()} queries")
 
 

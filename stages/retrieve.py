@@ -24,19 +24,28 @@ def main() -> None:
     parse_dir, chunk_dir, embed_dir, index_dir = args.inputs
     cfg = load_section("retrieve", args.params)
     index_manifest = read_json(index_dir / "manifest.json")
-    sparse_cfg = validate_section("index", {"dense": index_manifest["dense"], "sparse": index_manifest["sparse"]}).sparse
+    sparse_cfg = validate_section(
+        "index", {"dense": index_manifest["dense"], "sparse": index_manifest["sparse"]}
+    ).sparse
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     lanes = lanes_of(cfg.method)
     dense = faiss.read_index(str(index_dir / "dense.faiss")) if "dense" in lanes else None
     sparse = (
         resolve("sparse_index", sparse_cfg.method).load(index_dir / "sparse", sparse_cfg)
-        if "bm25" in lanes else None
+        if "bm25" in lanes
+        else None
     )
     qvecs = np.load(embed_dir / "queries.npy") if dense is not None else None
     run, lane_runs, latency = retrieve_all(
-        cfg, queries["qid"].tolist(), queries["text"].tolist(), qvecs, dense, sparse,
-        chunks["doc_id"].to_numpy(), chunks["chunk_id"].to_numpy(),
+        cfg,
+        queries["qid"].tolist(),
+        queries["text"].tolist(),
+        qvecs,
+        dense,
+        sparse,
+        chunks["doc_id"].to_numpy(),
+        chunks["chunk_id"].to_numpy(),
     )
     summary = {"method": cfg.method, "queries": len(queries), "exact_dense": None}
     ann = None

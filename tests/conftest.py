@@ -45,10 +45,14 @@ def project_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def sh(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def sh(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, cwd=cwd, env=env or project_env(), capture_output=True, text=True)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
@@ -56,7 +60,10 @@ def copy_project(dest: Path) -> Path:
     """Copy the git-tracked files (what a fresh clone holds) into `dest` and make it a repo."""
     files = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=PROJECT, capture_output=True, text=True, check=True,
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split("\0")
     for rel in filter(None, files):
         src = PROJECT / rel

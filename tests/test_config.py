@@ -30,8 +30,17 @@ OPTIONS = _options()
 def test_every_group_has_options():
     groups = {g for g, _ in OPTIONS}
     assert groups == {
-        "dataset", "parse", "chunk", "embed", "index/dense", "index/sparse",
-        "retrieve", "rerank", "generate", "judge", "report",
+        "dataset",
+        "parse",
+        "chunk",
+        "embed",
+        "index/dense",
+        "index/sparse",
+        "retrieve",
+        "rerank",
+        "generate",
+        "judge",
+        "report",
     }
     assert len(OPTIONS) >= 20
 
@@ -55,7 +64,11 @@ def test_committed_params_yaml_is_the_composed_default():
 
 
 def test_set_overrides_compose_like_dvc_exp_run_s():
-    cfg = validate_all(compose(CONF, ["retrieve.ef_search=64", "index/dense=flat", "chunk=recursive", "chunk.size=128"]))
+    cfg = validate_all(
+        compose(
+            CONF, ["retrieve.ef_search=64", "index/dense=flat", "chunk=recursive", "chunk.size=128"]
+        )
+    )
     assert cfg["retrieve"].ef_search == 64
     assert cfg["index"].dense.method == "flat"
     assert (cfg["chunk"].method, cfg["chunk"].size) == ("recursive", 128)
@@ -76,7 +89,11 @@ def test_default_values():
         ("chunk", {"method": "document", "size": 10}, "Extra inputs"),
         ("retrieve", {"method": "nearest"}, "does not match any of the expected tags"),
         ("retrieve", {"method": "hybrid_convex", "alpha": 1.5}, "less than or equal to 1"),
-        ("index", {"dense": {"method": "hnsw", "m": 1}, "sparse": {"method": "bm25s"}}, "greater than 1"),
+        (
+            "index",
+            {"dense": {"method": "hnsw", "m": 1}, "sparse": {"method": "bm25s"}},
+            "greater than 1",
+        ),
         ("generate", {"method": "extractive", "max_queries": 0}, "greater than 0"),
     ],
 )

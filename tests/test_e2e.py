@@ -60,11 +60,29 @@ def ws(tmp_path_factory) -> Path:
 
 
 def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
-    assert _ran(ws, 0) == ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
-    for out in ["data/parse/documents.parquet", "data/chunk/chunks.parquet", "data/embed/chunks.npy",
-                "data/index/dense.faiss", "data/retrieve/run.parquet", "data/rerank/run.parquet",
-                "data/generate/generations.parquet", "data/judge/judgments.parquet",
-                "reports/run/per_query.parquet", "reports/run/plots/slices_ndcg.png"]:
+    assert _ran(ws, 0) == [
+        "parse",
+        "chunk",
+        "embed",
+        "index",
+        "retrieve",
+        "rerank",
+        "generate",
+        "judge",
+        "report",
+    ]
+    for out in [
+        "data/parse/documents.parquet",
+        "data/chunk/chunks.parquet",
+        "data/embed/chunks.npy",
+        "data/index/dense.faiss",
+        "data/retrieve/run.parquet",
+        "data/rerank/run.parquet",
+        "data/generate/generations.parquet",
+        "data/judge/judgments.parquet",
+        "reports/run/per_query.parquet",
+        "reports/run/plots/slices_ndcg.png",
+    ]:
         assert (ws / out).exists(), out
     metrics = json.loads((ws / "reports/metrics.json").read_text())
     c = metrics["counts"]
@@ -104,7 +122,11 @@ def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):
 
 def _without_timing(obj):
     if isinstance(obj, dict):
-        return {k: _without_timing(v) for k, v in obj.items() if k not in {"latency_ms", "approx_ms", "exact_ms"}}
+        return {
+            k: _without_timing(v)
+            for k, v in obj.items()
+            if k not in {"latency_ms", "approx_ms", "exact_ms"}
+        }
     return obj
 
 
@@ -115,8 +137,12 @@ def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
             "vectors": (ws / "data/embed/chunks.npy").read_bytes(),
             "index": (ws / "data/index/dense.faiss").read_bytes(),
             "run": pd.read_parquet(ws / "data/rerank/run.parquet"),
-            "gens": pd.read_parquet(ws / "data/generate/generations.parquet").drop(columns="latency_ms"),
-            "judge": pd.read_parquet(ws / "data/judge/judgments.parquet").drop(columns="latency_ms"),
+            "gens": pd.read_parquet(ws / "data/generate/generations.parquet").drop(
+                columns="latency_ms"
+            ),
+            "judge": pd.read_parquet(ws / "data/judge/judgments.parquet").drop(
+                columns="latency_ms"
+            ),
             "metrics": _without_timing(json.loads((ws / "reports/metrics.json").read_text())),
         }
 
@@ -133,8 +159,14 @@ def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
 def test_killed_stage_leaves_nothing_half_written_and_resumes(ws):
     reference = pd.read_parquet(ws / "data/retrieve/run.parquet")
     env = project_env()
-    proc = subprocess.Popen(["dvc", "repro", "-f", "-s", "embed"], cwd=ws, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        ["dvc", "repro", "-f", "-s", "embed"],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (ws / "data/embed").exists():
         time.sleep(0.1)  # DVC removes the stage's outputs before running it
@@ -159,22 +191,30 @@ def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
     n_embed = sum(1 for e in _stage_log(ws) if e["stage"] == "embed" and e["status"] == "ok")
     runs_before = set(_mlflow_runs(ws)["run_id"])
     sh([_python(ws), "-m", "ragrig.sweep", "--multirun", *BASE, "retrieve.ef_search=24,40"], ws)
-    assert sum(1 for e in _stage_log(ws) if e["stage"] == "embed" and e["status"] == "ok") == n_embed
+    assert (
+        sum(1 for e in _stage_log(ws) if e["stage"] == "embed" and e["status"] == "ok") == n_embed
+    )
     runs = _mlflow_runs(ws)
     new = runs[~runs["run_id"].isin(runs_before)]
     assert sorted(new["params.retrieve.ef_search"]) == ["24", "40"]
 
-    from ragrig import ui
-
     import requests
+
+    from ragrig import ui
 
     port = _free_port()
     info = ui.start(ws, f"sqlite:///{ws / 'mlflow.db'}", port=port)
     try:
-        exp = requests.get(f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
-                           params={"experiment_name": "ragrig"}, timeout=10).json()["experiment"]
-        listed = requests.post(f"{info['url']}/api/2.0/mlflow/runs/search",
-                               json={"experiment_ids": [exp["experiment_id"]], "max_results": 100}, timeout=10).json()
+        exp = requests.get(
+            f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": "ragrig"},
+            timeout=10,
+        ).json()["experiment"]
+        listed = requests.post(
+            f"{info['url']}/api/2.0/mlflow/runs/search",
+            json={"experiment_ids": [exp["experiment_id"]], "max_results": 100},
+            timeout=10,
+        ).json()
         listed_ids = {r["info"]["run_id"] for r in listed["runs"]}
         assert set(new["run_id"]) <= listed_ids
         assert len(listed_ids) == len(runs)

@@ -15,10 +15,10 @@ def _root() -> Path:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
+    import yaml
+
     from ragrig.config import validate_all
     from ragrig.params import compose_yaml, write_params
-
-    import yaml
 
     if args.action == "write":
         text = write_params(args.conf, args.output, args.overrides)
@@ -29,7 +29,10 @@ def cmd_params(args: argparse.Namespace) -> int:
     validate_all(yaml.safe_load(text))
     current = Path(args.output).read_text(encoding="utf-8") if Path(args.output).exists() else ""
     if current != text:
-        print(f"{args.output} differs from the composition of {args.conf}/: run `make params`", file=sys.stderr)
+        print(
+            f"{args.output} differs from the composition of {args.conf}/: run `make params`",
+            file=sys.stderr,
+        )
         return 1
     print(f"{args.output} matches {args.conf}/")
     return 0
@@ -93,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--conf", default="conf")
     pp.add_argument("--output", default="params.yaml")
     pp.set_defaults(func=cmd_params)
-    pd_ = sub.add_parser("data", help="make sure the configured dataset is present (download + verify)")
+    pd_ = sub.add_parser(
+        "data", help="make sure the configured dataset is present (download + verify)"
+    )
     pd_.add_argument("action", choices=["ensure"])
     pd_.add_argument("--params", default="params.yaml")
     pd_.set_defaults(func=cmd_data)

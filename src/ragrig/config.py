@@ -67,7 +67,9 @@ class ChunkRecursive(_Section):
     method: Literal["recursive"] = "recursive"
     size: int = Field(256, gt=0, description="window size in tokens")
     overlap: int = Field(32, ge=0)
-    tokenizer: str = Field("packaged:all-MiniLM-L6-v2", description="tokenizer used to count tokens")
+    tokenizer: str = Field(
+        "packaged:all-MiniLM-L6-v2", description="tokenizer used to count tokens"
+    )
     separators: list[str] = Field(default_factory=lambda: ["\n\n", "\n", ". ", " "])
 
     @model_validator(mode="after")
@@ -241,9 +243,14 @@ GenerateConfig = Annotated[GenerateExtractive | GenerateLlamaCpp, Field(discrimi
 class JudgeOverlap(_Section):
     method: Literal["overlap"] = "overlap"
     support_threshold: float = Field(
-        0.6, gt=0, le=1, description="share of a claim's content words found in one context sentence"
+        0.6,
+        gt=0,
+        le=1,
+        description="share of a claim's content words found in one context sentence",
     )
-    min_content_words: int = Field(2, gt=0, description="fewer content words: not a checkable claim")
+    min_content_words: int = Field(
+        2, gt=0, description="fewer content words: not a checkable claim"
+    )
 
 
 JudgeConfig = Annotated[JudgeOverlap, Field(discriminator="method")]

@@ -20,9 +20,13 @@ def check_cpu_torch(expected: str = "2.13.0") -> None:
     import torch
 
     if not torch.__version__.startswith(expected):
-        raise RuntimeError(f"torch {torch.__version__} installed; ragrig pins torch=={expected} (CPU)")
+        raise RuntimeError(
+            f"torch {torch.__version__} installed; ragrig pins torch=={expected} (CPU)"
+        )
     if torch.version.cuda is not None:
-        raise RuntimeError(f"a CUDA torch build is installed ({torch.version.cuda}); install the CPU build")
+        raise RuntimeError(
+            f"a CUDA torch build is installed ({torch.version.cuda}); install the CPU build"
+        )
 
 
 def main() -> int:

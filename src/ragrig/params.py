@@ -33,7 +33,9 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
         return out.read_text(encoding="utf-8")
 
 
-def write_params(conf_dir: str | Path, output: str | Path, overrides: list[str] | None = None) -> str:
+def write_params(
+    conf_dir: str | Path, output: str | Path, overrides: list[str] | None = None
+) -> str:
     """Write the composed params file atomically; return its text."""
     from ragrig.io import atomic_write_text
 

@@ -100,7 +100,9 @@ def _kind_ok(series: pd.Series, kind: str) -> bool:
         return False
     values = series.dropna()
     if kind == "str":
-        return pd.api.types.is_string_dtype(series) or values.map(lambda v: isinstance(v, str)).all()
+        return (
+            pd.api.types.is_string_dtype(series) or values.map(lambda v: isinstance(v, str)).all()
+        )
     if kind == "int":
         return pd.api.types.is_integer_dtype(series) or (len(values) == 0)
     if kind == "float":

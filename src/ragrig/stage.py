@@ -38,7 +38,6 @@ def apply_runtime(seed: int, threads: int) -> None:
     np.random.seed(seed)
 
 
-
 def apply_torch_runtime(seed: int, threads: int) -> None:
     """For stages that run torch models: seed and thread count of torch itself."""
     import torch
@@ -59,8 +58,14 @@ def log_event(stage: str, seconds: float, status: str, **extra: object) -> None:
     """Append one line per stage execution (not a DVC output: a run-cache restore logs nothing)."""
     path = stage_log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"stage": stage, "seconds": round(seconds, 3), "status": status, "time": time.time(),
-              "cwd": str(Path.cwd()), **extra}
+    record = {
+        "stage": stage,
+        "seconds": round(seconds, 3),
+        "status": status,
+        "time": time.time(),
+        "cwd": str(Path.cwd()),
+        **extra,
+    }
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
 

@@ -54,7 +54,9 @@ def _app() -> None:
 
         validate_all(OmegaConf.to_container(cfg, resolve=True))  # fail before any compute
         project = Path(hydra.utils.get_original_cwd())
-        overrides = point_overrides(list(HydraConfig.get().overrides.task), cfg.dataset.root, project)
+        overrides = point_overrides(
+            list(HydraConfig.get().overrides.task), cfg.dataset.root, project
+        )
         code = run_point(overrides, project)
         if code != 0:
             raise RuntimeError(f"sweep point {overrides} failed with exit code {code}")

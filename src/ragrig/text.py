@@ -19,7 +19,6 @@ def strip_citations(text: str) -> str:
     return _CITE.sub("", text).strip()
 
 
-
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 
@@ -41,7 +40,9 @@ def _stemmer(name: str):
     return Stemmer.Stemmer(name)
 
 
-def tokenize(texts: list[str], stemmer: str = "english", stopwords: str = "english") -> list[list[str]]:
+def tokenize(
+    texts: list[str], stemmer: str = "english", stopwords: str = "english"
+) -> list[list[str]]:
     stop = _stopwords(stopwords)
     stem = _stemmer(stemmer)
     out = []

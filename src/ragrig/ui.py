@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,7 +16,9 @@ def _state_file(root: Path) -> Path:
     return root / ".ragrig" / "mlflow_server.json"
 
 
-def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 5000, timeout: float = 90.0) -> dict:
+def start(
+    root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 5000, timeout: float = 90.0
+) -> dict:
     """Start the server in its own session (process group) and wait until its REST API answers."""
     import requests
 
@@ -26,13 +29,32 @@ def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 500
             return info
         state.unlink()
     state.parent.mkdir(parents=True, exist_ok=True)
+    _check_port_free(host, port)
     artifacts = root / "mlartifacts"
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
     with open(root / ".ragrig" / "mlflow_server.log", "ab") as log:  # the child keeps its own copy
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--host", host, "--port", str(port),
-             "--backend-store-uri", backend_uri, "--artifacts-destination", str(artifacts), "--workers", "1"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root, env=env,
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                backend_uri,
+                "--artifacts-destination",
+                str(artifacts),
+                "--workers",
+                "1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=root,
+            env=env,
         )
     url = f"http://{host}:{port}"
     info = {"pid": proc.pid, "pgid": os.getpgid(proc.pid), "url": url, "backend_uri": backend_uri}
@@ -41,7 +63,9 @@ def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 500
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             state.unlink(missing_ok=True)
-            raise RuntimeError(f"mlflow server exited with code {proc.returncode}; see .ragrig/mlflow_server.log")
+            raise RuntimeError(
+                f"mlflow server exited with code {proc.returncode}; see .ragrig/mlflow_server.log"
+            )
         try:
             if requests.get(f"{url}/health", timeout=2).status_code == 200:
                 return info
@@ -50,6 +74,19 @@ def start(root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 500
         time.sleep(0.5)
     stop(root)
     raise TimeoutError(f"mlflow server did not answer on {url} within {timeout:.0f} s")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """mlflow server exits quietly when its port is taken: say so before starting it."""
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise RuntimeError(
+                f"port {port} on {host} is in use; pass another with --port"
+            ) from exc
 
 
 def _alive(pid: int) -> bool:
@@ -85,23 +122,17 @@ def stop(root: Path, timeout: float = 20.0) -> int:
     pgid = info["pgid"]
     members = _group_members(pgid)
     if members:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and _group_members(pgid):
             time.sleep(0.2)
         if _group_members(pgid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             time.sleep(0.5)
-    try:  # reap our own child if this process started it
+    with contextlib.suppress(ChildProcessError):  # reap our own child if this process started it
         os.waitpid(info["pid"], os.WNOHANG)
-    except ChildProcessError:
-        pass
     state.unlink(missing_ok=True)
     return len(members)
 

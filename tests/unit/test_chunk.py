@@ -25,7 +25,9 @@ def test_document_chunker_one_chunk_per_document():
 
 def test_recursive_windows_respect_size_overlap_and_offsets(tokenizer):
     content = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(60))
-    chunker = RecursiveTokenChunker(tokenizer, size=40, overlap=8, separators=["\n\n", "\n", ". ", " "])
+    chunker = RecursiveTokenChunker(
+        tokenizer, size=40, overlap=8, separators=["\n\n", "\n", ". ", " "]
+    )
     spans = chunker.spans(content)
     assert len(spans) > 5
     assert spans[0][0] == 0 and spans[-1][1] == len(content.rstrip())

@@ -10,7 +10,10 @@ from ragrig.config import validate_section
 from ragrig.generate import Generation, citations, generate_all, make_generator, sample_queries
 from ragrig.generate.extractive import REFUSAL, ExtractiveGenerator
 
-CONTEXT = ["Mars has two moons, Phobos and Deimos. Mars is red.", "Curiosity landed on Mars in 2012."]
+CONTEXT = [
+    "Mars has two moons, Phobos and Deimos. Mars is red.",
+    "Curiosity landed on Mars in 2012.",
+]
 
 
 def test_sample_is_deterministic_seeded_and_sorted():
@@ -27,7 +30,9 @@ def test_citations_in_order_and_in_range():
 
 
 def test_extractive_cites_the_best_sentences():
-    gen = ExtractiveGenerator(max_sentences=1, min_overlap=0.2).generate("When did Curiosity land on Mars?", CONTEXT)
+    gen = ExtractiveGenerator(max_sentences=1, min_overlap=0.2).generate(
+        "When did Curiosity land on Mars?", CONTEXT
+    )
     assert gen.text == "Curiosity landed on Mars in 2012. [2]"
     assert ExtractiveGenerator().generate("Photosynthesis in algae", CONTEXT).text == REFUSAL
 
@@ -42,8 +47,14 @@ class _Broken:
 
 
 def test_generate_all_counts_errors_and_empty_answers():
-    df = generate_all(_Broken(), ["a", "b", "c"], {"a": "ok", "b": "fail", "c": "blank"},
-                      {"a": [("x#0", "ctx")], "b": [], "c": [("y#0", "long context")]}, max_passage_chars=4, progress=False)
+    df = generate_all(
+        _Broken(),
+        ["a", "b", "c"],
+        {"a": "ok", "b": "fail", "c": "blank"},
+        {"a": [("x#0", "ctx")], "b": [], "c": [("y#0", "long context")]},
+        max_passage_chars=4,
+        progress=False,
+    )
     rows = df.set_index("qid")
     assert rows.loc["a", "status"] == "ok" and json.loads(rows.loc["a", "citations"]) == [1]
     assert rows.loc["b", "status"] == "error" and "backend exploded" in rows.loc["b", "error"]

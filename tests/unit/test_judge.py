@@ -29,14 +29,18 @@ def test_empty_answer_has_no_claims_and_no_score(reference):
 
 
 def test_refusal_has_no_claims():
-    verdict = OverlapJudge().judge("q", "I cannot answer this from the provided passages.", ["Mars has moons."])
+    verdict = OverlapJudge().judge(
+        "q", "I cannot answer this from the provided passages.", ["Mars has moons."]
+    )
     assert (verdict.outcome, verdict.score, verdict.reason) == ("no_claims", None, "refusal")
 
 
 def test_partition_valid_and_empty(reference):
     ex = reference["judgment_partition"]
     v = ex["valid"]
-    verdict = Verdict(v["extracted"], v["supported"], v["unsupported"], failure_mode=v["failure_mode"])
+    verdict = Verdict(
+        v["extracted"], v["supported"], v["unsupported"], failure_mode=v["failure_mode"]
+    )
     assert (verdict.outcome, verdict.score) == (v["outcome"], v["expected_score"])
     e = ex["empty"]
     empty = Verdict(e["extracted"], e["supported"], e["unsupported"])
@@ -77,15 +81,31 @@ class _Flaky:
 
 
 def test_judge_failures_are_counted_not_dropped():
-    qs = {"ok": "ok", "slow": "slow", "bad": "bad", "boom": "boom", "gen_err": "gen_err", "empty": "empty"}
+    qs = {
+        "ok": "ok",
+        "slow": "slow",
+        "bad": "bad",
+        "boom": "boom",
+        "gen_err": "gen_err",
+        "empty": "empty",
+    }
     rows = []
     for q in qs:
-        rows.append({
-            "qid": q, "status": {"gen_err": "error", "empty": "empty"}.get(q, "ok"),
-            "answer": "" if q in {"gen_err", "empty"} else "Mars has two moons [1].",
-            "context_chunk_ids": "[]", "contexts": json.dumps(["Mars has two moons, Phobos and Deimos."]),
-            "citations": "[1]", "model": "m", "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0, "error": "",
-        })
+        rows.append(
+            {
+                "qid": q,
+                "status": {"gen_err": "error", "empty": "empty"}.get(q, "ok"),
+                "answer": "" if q in {"gen_err", "empty"} else "Mars has two moons [1].",
+                "context_chunk_ids": "[]",
+                "contexts": json.dumps(["Mars has two moons, Phobos and Deimos."]),
+                "citations": "[1]",
+                "model": "m",
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "latency_ms": 0.0,
+                "error": "",
+            }
+        )
     out = judge_all(_Flaky(), pd.DataFrame(rows), qs, progress=False).set_index("qid")
     assert len(out) == 6
     assert out.loc["ok", "status"] == "scored" and out.loc["ok", "faithfulness"] == 1.0

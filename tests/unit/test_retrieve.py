@@ -17,17 +17,26 @@ def test_document_score_is_best_chunk_and_ties_by_id():
     chunk_ids = np.array(["b#0", "a#0", "b#1", "c#0"])
     hits = Hits(rows=np.array([2, 1, 0, 3, -1]), scores=np.array([0.9, 0.5, 0.4, 0.5, 0.0]))
     assert to_documents(hits, chunk_doc, chunk_ids, depth=10) == [
-        ("b", "b#1", 0.9), ("a", "a#0", 0.5), ("c", "c#0", 0.5),
+        ("b", "b#1", 0.9),
+        ("a", "a#0", 0.5),
+        ("c", "c#0", 0.5),
     ]
     assert len(to_documents(hits, chunk_doc, chunk_ids, depth=2)) == 2
 
 
-TEXTS = ["mars moons phobos deimos", "venus thick atmosphere", "insulin lowers glucose", "mars rover curiosity"]
+TEXTS = [
+    "mars moons phobos deimos",
+    "venus thick atmosphere",
+    "insulin lowers glucose",
+    "mars rover curiosity",
+]
 
 
 @pytest.mark.parametrize("method", ["bm25s", "rank_bm25"])
 def test_bm25_backends_rank_the_matching_text_first(method, tmp_path):
-    cfg = validate_section("index", {"dense": {"method": "flat"}, "sparse": {"method": method}}).sparse
+    cfg = validate_section(
+        "index", {"dense": {"method": "flat"}, "sparse": {"method": method}}
+    ).sparse
     cls = Bm25sIndex if method == "bm25s" else RankBm25Index
     index = cls.build(TEXTS, cfg)
     index.save(tmp_path / "bm25")
@@ -45,12 +54,19 @@ def _vectors(n=400, d=16, seed=0):
 
 def test_hnsw_recall_against_exact_and_determinism():
     vecs, queries = _vectors(), _vectors(20, seed=1)
-    cfg = validate_section("index", {"dense": {"method": "hnsw", "m": 16, "ef_construction": 100},
-                                     "sparse": {"method": "bm25s"}}).dense
+    cfg = validate_section(
+        "index",
+        {
+            "dense": {"method": "hnsw", "m": 16, "ef_construction": 100},
+            "sparse": {"method": "bm25s"},
+        },
+    ).dense
     a, b = build_hnsw(vecs, cfg), build_hnsw(vecs, cfg)
     assert faiss.serialize_index(a).tobytes() == faiss.serialize_index(b).tobytes()
     a.hnsw.efSearch = 200
-    table, timing = ann_recall(a, build_flat(vecs, None), [str(i) for i in range(20)], queries, k=10)
+    table, timing = ann_recall(
+        a, build_flat(vecs, None), [str(i) for i in range(20)], queries, k=10
+    )
     assert table["recall"].mean() >= 0.95
     assert set(timing) == {"approx_ms", "exact_ms"}
 
@@ -65,7 +81,9 @@ def test_flat_search_recall_is_exact():
 def test_ivf_rejects_more_lists_than_vectors():
     from ragrig.errors import ConfigError
 
-    cfg = validate_section("index", {"dense": {"method": "ivf", "nlist": 64}, "sparse": {"method": "bm25s"}}).dense
+    cfg = validate_section(
+        "index", {"dense": {"method": "ivf", "nlist": 64}, "sparse": {"method": "bm25s"}}
+    ).dense
     with pytest.raises(ConfigError, match="nlist=64"):
         build_ivf(_vectors(n=20), cfg)
 
@@ -73,12 +91,21 @@ def test_ivf_rejects_more_lists_than_vectors():
 def test_retrieve_all_hybrid_lanes_and_run():
     vecs = _vectors(n=4, d=8)
     dense = build_flat(vecs, None)
-    sparse_cfg = validate_section("index", {"dense": {"method": "flat"}, "sparse": {"method": "bm25s"}}).sparse
+    sparse_cfg = validate_section(
+        "index", {"dense": {"method": "flat"}, "sparse": {"method": "bm25s"}}
+    ).sparse
     sparse = Bm25sIndex.build(TEXTS, sparse_cfg)
     cfg = validate_section("retrieve", {"method": "hybrid_rrf", "depth": 3, "chunk_depth": 4})
     run, lanes, latency = retrieve_all(
-        cfg, ["q1"], ["mars moons"], vecs[:1], dense, sparse,
-        np.array(["d0", "d1", "d2", "d3"]), np.array(["d0#0", "d1#0", "d2#0", "d3#0"]), progress=False,
+        cfg,
+        ["q1"],
+        ["mars moons"],
+        vecs[:1],
+        dense,
+        sparse,
+        np.array(["d0", "d1", "d2", "d3"]),
+        np.array(["d0#0", "d1#0", "d2#0", "d3#0"]),
+        progress=False,
     )
     assert run["rank"].tolist() == [1, 2, 3]
     assert run["doc_id"].iloc[0] == "d0"  # first in both lanes

@@ -19,7 +19,9 @@ def make_chunker(cfg: Any) -> Chunker:
     return resolve("chunker", cfg.method).from_config(cfg)
 
 
-def chunk_documents(documents: pd.DataFrame, chunker: Chunker, progress: bool = True) -> pd.DataFrame:
+def chunk_documents(
+    documents: pd.DataFrame, chunker: Chunker, progress: bool = True
+) -> pd.DataFrame:
     """One row per chunk: chunk_id `<doc_id>#<n>`, doc_id, text and [start, end) in `content`."""
     from tqdm import tqdm
 

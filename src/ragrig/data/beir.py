@@ -121,12 +121,16 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
             if lineno == 1 and row[0].strip().lower() in {"query-id", "query_id", "qid"}:
                 continue
             if len(row) != 3:
-                raise DataValidationError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}")
+                raise DataValidationError(
+                    f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}"
+                )
             qid, doc_id, score = (c.strip() for c in row)
             try:
                 rel = int(score)
             except ValueError as exc:
-                raise DataValidationError(f"{path}:{lineno}: score {score!r} is not an integer") from exc
+                raise DataValidationError(
+                    f"{path}:{lineno}: score {score!r} is not an integer"
+                ) from exc
             if doc_id in qrels.setdefault(qid, {}):
                 dups.append((qid, doc_id))
             qrels[qid][doc_id] = rel
@@ -141,7 +145,9 @@ def load_beir(root: Path, split: str) -> BeirDataset:
     """Load corpus, the split's queries and qrels; cross-check every id."""
     root = Path(root)
     if not root.is_dir():
-        raise DataValidationError(f"dataset root {root} is not a folder (run `ragrig data ensure`?)")
+        raise DataValidationError(
+            f"dataset root {root} is not a folder (run `ragrig data ensure`?)"
+        )
     corpus_path = find_corpus(root)
     corpus = load_corpus(corpus_path)
     all_queries = load_queries(root / "queries.jsonl")

@@ -34,5 +34,9 @@ def load_claims(paths: list[Path]) -> dict[str, dict[str, Any]]:
             if cid in claims:
                 raise DataValidationError(f"{path}:{lineno}: duplicate claim id {cid!r}")
             evidence = rec.get("evidence") or {}
-            claims[cid] = {"label": claim_label(evidence), "evidence": evidence, "claim": rec["claim"]}
+            claims[cid] = {
+                "label": claim_label(evidence),
+                "evidence": evidence,
+                "claim": rec["claim"],
+            }
     return claims

@@ -25,12 +25,19 @@ def download(url: str, dest: Path, timeout: float = 60.0) -> None:
     import requests
     from tqdm import tqdm
 
-    with requests.get(url, stream=True, timeout=timeout) as resp:
+    try:
+        resp = requests.get(url, stream=True, timeout=timeout)
         resp.raise_for_status()
+    except requests.RequestException as exc:
+        raise DataValidationError(f"download of {url} failed: {exc}") from exc
+    with resp:
         total = int(resp.headers.get("content-length") or 0) or None
-        with open(dest, "wb") as fh, tqdm(
-            total=total, unit="B", unit_scale=True, desc=f"download {url.rsplit('/', 1)[-1]}"
-        ) as bar:
+        with (
+            open(dest, "wb") as fh,
+            tqdm(
+                total=total, unit="B", unit_scale=True, desc=f"download {url.rsplit('/', 1)[-1]}"
+            ) as bar,
+        ):
             for block in resp.iter_content(1 << 16):
                 fh.write(block)
                 bar.update(len(block))
@@ -46,7 +53,9 @@ def ensure_dataset(root: Path, spec: Download | None) -> str:
     if root.is_dir():
         return "present"
     if spec is None:
-        raise DataValidationError(f"dataset root {root} does not exist and no download is configured")
+        raise DataValidationError(
+            f"dataset root {root} does not exist and no download is configured"
+        )
     root.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root.parent, prefix=f".{root.name}.dl-") as tmp:
         archive = Path(tmp) / "archive.zip"
@@ -61,7 +70,7 @@ def ensure_dataset(root: Path, spec: Download | None) -> str:
         with zipfile.ZipFile(archive) as zf:
             for member in zf.namelist():
                 target = (unpacked / member).resolve()
-                if not str(target).startswith(str(unpacked.resolve())):
+                if not target.is_relative_to(unpacked.resolve()):
                     raise DataValidationError(f"archive member escapes the folder: {member}")
             zf.extractall(unpacked)
         src = unpacked / spec.archive_root if spec.archive_root else unpacked

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.generate import Generation
-from ragrig.text import tokenize
-from ragrig.text import split_sentences
+from ragrig.text import split_sentences, tokenize
 
 REFUSAL = "I cannot answer this from the provided passages."
 

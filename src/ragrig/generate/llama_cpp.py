@@ -43,7 +43,9 @@ class LlamaCppGenerator:
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 2) -> LlamaCppGenerator:
-        return cls(cfg.model, cfg.system_prompt, cfg.n_ctx, cfg.max_tokens, cfg.temperature, seed, threads)
+        return cls(
+            cfg.model, cfg.system_prompt, cfg.n_ctx, cfg.max_tokens, cfg.temperature, seed, threads
+        )
 
     def chat(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
         """One chat-completions call; raises on an error response."""
@@ -64,7 +66,9 @@ class LlamaCppGenerator:
 
     def generate(self, question: str, passages: list[str]) -> Generation:
         user = USER_TEMPLATE.format(passages=format_passages(passages), question=question)
-        resp = self.chat([{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}])
+        resp = self.chat(
+            [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+        )
         usage = resp.get("usage", {})
         return Generation(
             text=resp["choices"][0]["message"].get("content") or "",

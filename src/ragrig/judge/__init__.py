@@ -37,8 +37,12 @@ class Verdict:
         if overlap:
             raise InvalidVerdict(f"claims both supported and unsupported: {sorted(overlap)}")
         union = set(self.supported) | set(self.unsupported)
-        if union != set(self.extracted) or len(self.supported) + len(self.unsupported) != len(self.extracted):
-            raise InvalidVerdict("supported and unsupported do not cover the extracted claims exactly")
+        if union != set(self.extracted) or len(self.supported) + len(self.unsupported) != len(
+            self.extracted
+        ):
+            raise InvalidVerdict(
+                "supported and unsupported do not cover the extracted claims exactly"
+            )
         if self.failure_mode not in FAILURE_MODES:
             raise InvalidVerdict(f"unknown failure mode {self.failure_mode!r}")
 
@@ -55,8 +59,9 @@ class Verdict:
 
 
 class Judge(Protocol):
-    def judge(self, question: str, answer: str, contexts: list[str], reference: str | None = None) -> Verdict:
-        ...
+    def judge(
+        self, question: str, answer: str, contexts: list[str], reference: str | None = None
+    ) -> Verdict: ...
 
 
 def make_judge(cfg: Any) -> Judge:
@@ -89,7 +94,12 @@ def judge_all(
     from tqdm import tqdm
 
     rows = []
-    for g in tqdm(generations.itertuples(index=False), total=len(generations), desc="judge", disable=not progress):
+    for g in tqdm(
+        generations.itertuples(index=False),
+        total=len(generations),
+        desc="judge",
+        disable=not progress,
+    ):
         if g.status == "error":
             rows.append(_Row(g.qid, "skipped", error="generation failed"))
             continue
@@ -98,14 +108,23 @@ def judge_all(
         try:
             verdict = judge.judge(queries[g.qid], g.answer, contexts)
         except InvalidVerdict as exc:
-            rows.append(_Row(g.qid, "invalid", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3))
+            rows.append(
+                _Row(g.qid, "invalid", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3)
+            )
             continue
         except TimeoutError as exc:
-            rows.append(_Row(g.qid, "timeout", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3))
+            rows.append(
+                _Row(g.qid, "timeout", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3)
+            )
             continue
         except Exception as exc:  # counted as status=error, never dropped
             rows.append(
-                _Row(g.qid, "error", error=f"{type(exc).__name__}: {exc}", latency_ms=(time.perf_counter() - t0) * 1e3)
+                _Row(
+                    g.qid,
+                    "error",
+                    error=f"{type(exc).__name__}: {exc}",
+                    latency_ms=(time.perf_counter() - t0) * 1e3,
+                )
             )
             continue
         claims = [{"claim": c, "supported": c in set(verdict.supported)} for c in verdict.extracted]
@@ -121,7 +140,16 @@ def judge_all(
                 error=verdict.reason,
             )
         )
-    cols = ["qid", "status", "n_claims", "n_supported", "faithfulness", "claims", "latency_ms", "error"]
+    cols = [
+        "qid",
+        "status",
+        "n_claims",
+        "n_supported",
+        "faithfulness",
+        "claims",
+        "latency_ms",
+        "error",
+    ]
     df = pd.DataFrame([{c: getattr(r, c) for c in cols} for r in rows], columns=cols)
     df["faithfulness"] = df["faithfulness"].astype("float64")
     return df

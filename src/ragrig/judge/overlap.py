@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ragrig.text import tokenize
 from ragrig.judge import Verdict
-from ragrig.text import split_sentences, strip_citations
+from ragrig.text import split_sentences, strip_citations, tokenize
 
 _REFUSAL = re.compile(
     r"\b(cannot|can't|can not|unable to) (answer|determine|tell)|not enough information|"
@@ -47,11 +46,15 @@ class OverlapJudge:
         best = max((len(words & s) / len(words) for s in context_sentences), default=0.0)
         return best >= self.threshold
 
-    def judge(self, question: str, answer: str, contexts: list[str], reference: str | None = None) -> Verdict:
+    def judge(
+        self, question: str, answer: str, contexts: list[str], reference: str | None = None
+    ) -> Verdict:
         claims = self.claims(answer)
         if not claims:
-            reason = "empty answer" if not answer.strip() else (
-                "refusal" if _REFUSAL.search(answer) else "no checkable claim"
+            reason = (
+                "empty answer"
+                if not answer.strip()
+                else ("refusal" if _REFUSAL.search(answer) else "no checkable claim")
             )
             return Verdict([], [], [], reason=reason)
         ctx = [set(tokenize([s])[0]) for c in contexts for s in split_sentences(c)]

@@ -30,7 +30,9 @@ def bucket_length(n_words: int, bins: Sequence[int]) -> str:
     return f">={edges[-1]}"
 
 
-def slice_columns(queries: pd.DataFrame, slices: Sequence[str], length_bins: Sequence[int]) -> pd.DataFrame:
+def slice_columns(
+    queries: pd.DataFrame, slices: Sequence[str], length_bins: Sequence[int]
+) -> pd.DataFrame:
     """qid plus one column per configured slice (always as strings)."""
     out = pd.DataFrame({"qid": queries["qid"]})
     for name in slices:
@@ -66,7 +68,9 @@ def aggregate(long: pd.DataFrame, slices: pd.DataFrame, slice_names: Sequence[st
         frames.append(g)
     out = pd.concat(frames, ignore_index=True).rename(columns={"count": "n"})
     out["n"] = out["n"].astype(int)
-    return out.sort_values(["slice", "slice_value", "measure"], kind="mergesort").reset_index(drop=True)
+    return out.sort_values(["slice", "slice_value", "measure"], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def quantiles(values: Sequence[float], qs: Sequence[float]) -> dict[str, float]:
@@ -101,8 +105,10 @@ def flatten(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, 
         path = (*prefix, str(key))
         if isinstance(value, Mapping):
             out.update(flatten(value, path))
-        elif isinstance(value, bool):
-            out[mlflow_key(*path)] = float(value)
-        elif isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)):
+        elif (
+            isinstance(value, bool)
+            or isinstance(value, int | float)
+            and not (isinstance(value, float) and math.isnan(value))
+        ):
             out[mlflow_key(*path)] = float(value)
     return out

@@ -17,7 +17,6 @@ Qrels = Mapping[str, Mapping[str, int]]
 Rankings = Mapping[str, Sequence[str]]
 
 
-
 def measure_names(k_values: Iterable[int]) -> list[str]:
     """Measure names in ragrig's per-query table: ndcg@k, recall@k for each k; p@1, rr, ap."""
     names = []
@@ -62,7 +61,9 @@ def per_query(rankings: Rankings, qrels: Qrels, measures: Sequence[str]) -> pd.D
     if run_in:
         for m in ir_measures.iter_calc(list(specs.values()), qrels_in, run_in):
             values[(m.query_id, by_spec[m.measure])] = float(m.value)
-    rows = [{"qid": q, "measure": name, "value": values[(q, name)]} for q in qids for name in measures]
+    rows = [
+        {"qid": q, "measure": name, "value": values[(q, name)]} for q in qids for name in measures
+    ]
     return pd.DataFrame(rows, columns=["qid", "measure", "value"])
 
 

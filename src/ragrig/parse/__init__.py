@@ -36,9 +36,7 @@ def documents_table(dataset: BeirDataset, source: str, title_separator: str) -> 
     return pd.DataFrame(rows)
 
 
-def queries_table(
-    dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None
-) -> pd.DataFrame:
+def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None) -> pd.DataFrame:
     """One row per query of the split, with slice attributes (claim label, gold count, length)."""
     rows = []
     for qid in sorted(dataset.queries):

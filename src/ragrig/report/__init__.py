@@ -55,29 +55,55 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     for lane, g in inp.lanes.groupby("lane", sort=True):
         table = per_query(rankings_from_run(g), qrels, measures)
         parts.append(_long(table, f"lane/{lane}/"))
-        lane_means[lane] = {m: float(v) for m, v in table.groupby("measure")["value"].mean().items()}
+        lane_means[lane] = {
+            m: float(v) for m, v in table.groupby("measure")["value"].mean().items()
+        }
 
     if inp.ann is not None and len(inp.ann):
         k = int(inp.ann["k"].iloc[0])
-        parts.append(pd.DataFrame({"qid": inp.ann["qid"], "measure": f"ann/recall@{k}", "value": inp.ann["recall"]}))
+        parts.append(
+            pd.DataFrame(
+                {"qid": inp.ann["qid"], "measure": f"ann/recall@{k}", "value": inp.ann["recall"]}
+            )
+        )
 
     gens = inp.generations
     price = cfg.prices
     costs = []
     for g in gens.itertuples(index=False):
         if g.model not in price:
-            raise KeyError(f"no price for model {g.model!r} in report.prices (as of {cfg.prices_as_of})")
+            raise KeyError(
+                f"no price for model {g.model!r} in report.prices (as of {cfg.prices_as_of})"
+            )
         costs.append(cost_usd(g.prompt_tokens, g.completion_tokens, price[g.model]))
     gens = gens.assign(cost_usd=costs)
     ok = gens[gens["status"] == "ok"]
-    for col, name in [("prompt_tokens", "generation/prompt_tokens"), ("completion_tokens", "generation/completion_tokens"), ("cost_usd", "generation/cost_usd")]:
-        parts.append(pd.DataFrame({"qid": gens["qid"], "measure": name, "value": gens[col].astype(float)}))
+    for col, name in [
+        ("prompt_tokens", "generation/prompt_tokens"),
+        ("completion_tokens", "generation/completion_tokens"),
+        ("cost_usd", "generation/cost_usd"),
+    ]:
+        parts.append(
+            pd.DataFrame({"qid": gens["qid"], "measure": name, "value": gens[col].astype(float)})
+        )
     n_cites = ok["citations"].map(lambda s: len(json.loads(s)))
-    parts.append(pd.DataFrame({"qid": ok["qid"], "measure": "generation/citations", "value": n_cites.astype(float)}))
+    parts.append(
+        pd.DataFrame(
+            {"qid": ok["qid"], "measure": "generation/citations", "value": n_cites.astype(float)}
+        )
+    )
 
     j = inp.judgments
     scored = j[j["status"] == "scored"]
-    parts.append(pd.DataFrame({"qid": scored["qid"], "measure": "judge/faithfulness", "value": scored["faithfulness"].astype(float)}))
+    parts.append(
+        pd.DataFrame(
+            {
+                "qid": scored["qid"],
+                "measure": "judge/faithfulness",
+                "value": scored["faithfulness"].astype(float),
+            }
+        )
+    )
 
     long = pd.concat([p for p in parts if len(p)], ignore_index=True)
     long = long.sort_values(["measure", "qid"], kind="mergesort").reset_index(drop=True)
@@ -88,7 +114,9 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     latency = pd.concat(
         [
             inp.latency[["qid", "stage", "latency_ms"]],
-            pd.DataFrame({"qid": gens["qid"], "stage": "generate", "latency_ms": gens["latency_ms"]}),
+            pd.DataFrame(
+                {"qid": gens["qid"], "stage": "generate", "latency_ms": gens["latency_ms"]}
+            ),
             pd.DataFrame({"qid": j["qid"], "stage": "judge", "latency_ms": j["latency_ms"]}),
         ],
         ignore_index=True,
@@ -97,8 +125,14 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     return Report(per_query_table, agg, metrics)
 
 
-def _means(agg: pd.DataFrame, prefix: str, slice_name: str = "all", value: str = "all") -> dict[str, float]:
-    sel = agg[(agg["slice"] == slice_name) & (agg["slice_value"] == value) & agg["measure"].str.startswith(prefix)]
+def _means(
+    agg: pd.DataFrame, prefix: str, slice_name: str = "all", value: str = "all"
+) -> dict[str, float]:
+    sel = agg[
+        (agg["slice"] == slice_name)
+        & (agg["slice_value"] == value)
+        & agg["measure"].str.startswith(prefix)
+    ]
     return {m[len(prefix) :]: float(v) for m, v in zip(sel["measure"], sel["mean"], strict=True)}
 
 
@@ -106,7 +140,10 @@ def _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j) -> dict[s
     n_queries = len(inp.queries)
     answerable = int((inp.queries["n_gold"] > 0).sum())
     gen_status = {s: int((gens["status"] == s).sum()) for s in ("ok", "empty", "error")}
-    judge_status = {s: int((j["status"] == s).sum()) for s in ("scored", "no_claims", "invalid", "timeout", "error", "skipped")}
+    judge_status = {
+        s: int((j["status"] == s).sum())
+        for s in ("scored", "no_claims", "invalid", "timeout", "error", "skipped")
+    }
     retrieved_q = set(inp.retrieved["qid"])
     tree: dict[str, Any] = {
         "counts": {
@@ -143,8 +180,14 @@ def _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j) -> dict[s
     for name in cfg.slices:
         sel = agg[agg["slice"] == name]
         tree["slices"][name] = {}
-        for value, g in sel.groupby("slice_value", sort=True):
-            entry = {m: float(v) for m, v in zip(g["measure"], g["mean"], strict=True) if m.startswith(("retrieval/", "judge/"))}
+        # every value present among the queries, also one with nothing measurable (e.g. no gold)
+        for value in sorted(slices[name].unique()):
+            g = sel[sel["slice_value"] == value]
+            entry = {
+                m: float(v)
+                for m, v in zip(g["measure"], g["mean"], strict=True)
+                if m.startswith(("retrieval/", "judge/"))
+            }
             entry["n_queries"] = int((slices[name] == value).sum())
             judged = g.loc[g["measure"] == "judge/faithfulness", "n"]
             entry["n_judged"] = int(judged.iloc[0]) if len(judged) else 0

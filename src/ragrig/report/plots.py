@@ -15,10 +15,15 @@ def write_plots(report: Any, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     agg = report.slices
-    ndcg = next((m for m in sorted(agg["measure"].unique()) if m.startswith("retrieval/ndcg@")), None)
+    ndcg = next(
+        (m for m in sorted(agg["measure"].unique()) if m.startswith("retrieval/ndcg@")), None
+    )
     if ndcg:
         sel = agg[(agg["measure"] == ndcg) & (agg["slice"] != "all")]
-        labels = [f"{s}={v} (n={n})" for s, v, n in zip(sel["slice"], sel["slice_value"], sel["n"], strict=True)]
+        labels = [
+            f"{s}={v} (n={n})"
+            for s, v, n in zip(sel["slice"], sel["slice_value"], sel["n"], strict=True)
+        ]
         fig, ax = plt.subplots(figsize=(7, 0.35 * max(len(labels), 4) + 1))
         ax.barh(labels, sel["mean"])
         overall = agg[(agg["measure"] == ndcg) & (agg["slice"] == "all")]["mean"]
@@ -38,7 +43,12 @@ def write_plots(report: Any, folder: Path) -> list[Path]:
         stages = list(lat)
         fig, ax = plt.subplots(figsize=(7, 3.5))
         for i, q in enumerate(("p50", "p95", "p99")):
-            ax.bar([x + i * 0.27 for x in range(len(stages))], [lat[s].get(q, 0) for s in stages], width=0.27, label=q)
+            ax.bar(
+                [x + i * 0.27 for x in range(len(stages))],
+                [lat[s].get(q, 0) for s in stages],
+                width=0.27,
+                label=q,
+            )
         ax.set_xticks([x + 0.27 for x in range(len(stages))], stages)
         ax.set_yscale("log")
         ax.set_ylabel("ms per query")

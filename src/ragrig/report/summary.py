@@ -24,18 +24,35 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
         f"queries {c['queries']} (answerable {c['answerable']}, no gold {c['no_gold']}, missing runs {c['missing_runs']})"
     )
     lines.append("")
-    lines.append("retrieval (document level)      " + "  ".join(f"{m:>10}" for m in metrics["retrieval"]))
-    lines.append(f"  {'final':<30}" + "  ".join(f"{v:>10.4f}" for v in metrics["retrieval"].values()))
+    lines.append(
+        "retrieval (document level)      " + "  ".join(f"{m:>10}" for m in metrics["retrieval"])
+    )
+    lines.append(
+        f"  {'final':<30}" + "  ".join(f"{v:>10.4f}" for v in metrics["retrieval"].values())
+    )
     for lane, vals in metrics.get("lanes", {}).items():
-        lines.append(f"  {'lane ' + lane:<30}" + "  ".join(f"{vals.get(m, 0.0):>10.4f}" for m in metrics["retrieval"]))
+        lines.append(
+            f"  {'lane ' + lane:<30}"
+            + "  ".join(f"{vals.get(m, 0.0):>10.4f}" for m in metrics["retrieval"])
+        )
     if metrics.get("rerank"):
-        lines.append(f"  {'rerank delta':<30}" + "  ".join(f"{metrics['rerank'].get('delta_' + m, 0.0):>+10.4f}" for m in metrics["retrieval"]))
+        lines.append(
+            f"  {'rerank delta':<30}"
+            + "  ".join(
+                f"{metrics['rerank'].get('delta_' + m, 0.0):>+10.4f}" for m in metrics["retrieval"]
+            )
+        )
     if "ann" in metrics:
         a = metrics["ann"]
         rec = {k: v for k, v in a.items() if k.startswith("recall")}
         lines.append(
-            "ANN vs exact: " + ", ".join(f"{k} {v:.4f}" for k, v in rec.items())
-            + (f"; {a['approx_ms']:.3f} ms/query vs exact {a['exact_ms']:.3f} ms/query" if "approx_ms" in a else "")
+            "ANN vs exact: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in rec.items())
+            + (
+                f"; {a['approx_ms']:.3f} ms/query vs exact {a['exact_ms']:.3f} ms/query"
+                if "approx_ms" in a
+                else ""
+            )
         )
     lines.append("")
     j, g = metrics["judge"], metrics["counts"]
@@ -51,12 +68,17 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
     lines.append("")
     lines.append("latency ms      " + "  ".join(f"{q:>9}" for q in ("p50", "p95", "p99")))
     for stage_name, qs in metrics["latency_ms"].items():
-        lines.append(f"  {stage_name:<13} " + "  ".join(f"{qs.get(q, float('nan')):>9.2f}" for q in ("p50", "p95", "p99")))
+        lines.append(
+            f"  {stage_name:<13} "
+            + "  ".join(f"{qs.get(q, float('nan')):>9.2f}" for q in ("p50", "p95", "p99"))
+        )
     cost = metrics["cost_usd_per_query"]
     lines.append(f"cost per query: ${cost['mean']:.6f} mean (prices as of {cost['prices_as_of']})")
     for name, values in metrics.get("slices", {}).items():
         lines.append("")
-        key = next((k for k in next(iter(values.values()), {}) if k.startswith("retrieval/ndcg@")), None)
+        key = next(
+            (k for k in next(iter(values.values()), {}) if k.startswith("retrieval/ndcg@")), None
+        )
         lines.append(f"slice {name}: n, {key}, judge/faithfulness")
         for value, entry in values.items():
             f = entry.get("judge/faithfulness")

@@ -44,7 +44,9 @@ def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
         if isinstance(value, dict):
             out.update(flatten_params(value, name))
         else:
-            out[mlflow_key(name)] = json.dumps(value) if isinstance(value, list | type(None)) else str(value)
+            out[mlflow_key(name)] = (
+                json.dumps(value) if isinstance(value, list | type(None)) else str(value)
+            )
     return out
 
 

@@ -57,7 +57,15 @@ def rerank_run(
         if sorted(c.doc_id for c in head) != sorted(c.doc_id for c in cands[:cut]):
             raise RuntimeError(f"reranker changed the candidate set of query {qid!r}")
         for rank, c in enumerate(head + cands[cut:], start=1):
-            rows.append({"qid": qid, "doc_id": c.doc_id, "chunk_id": c.chunk_id, "score": c.score, "rank": rank})
+            rows.append(
+                {
+                    "qid": qid,
+                    "doc_id": c.doc_id,
+                    "chunk_id": c.chunk_id,
+                    "score": c.score,
+                    "rank": rank,
+                }
+            )
     return (
         pd.DataFrame(rows, columns=["qid", "doc_id", "chunk_id", "score", "rank"]),
         pd.DataFrame(lat, columns=["qid", "stage", "latency_ms"]),

@@ -96,13 +96,24 @@ def retrieve_all(
             scores, rows = sparse_index.search([query_texts[i]], cfg.chunk_depth)
             lanes["bm25"] = to_documents(Hits(rows[0], scores[0]), chunk_doc, chunk_ids, cfg.depth)
         final = lanes[lanes_wanted[0]] if len(lanes_wanted) == 1 else fuse(cfg.method, lanes, cfg)
-        lat_rows.append({"qid": qid, "stage": "retrieve", "latency_ms": (time.perf_counter() - t0) * 1e3})
+        lat_rows.append(
+            {"qid": qid, "stage": "retrieve", "latency_ms": (time.perf_counter() - t0) * 1e3}
+        )
         for rank, (doc, chunk, score) in enumerate(final, start=1):
-            run_rows.append({"qid": qid, "doc_id": doc, "chunk_id": chunk, "score": score, "rank": rank})
+            run_rows.append(
+                {"qid": qid, "doc_id": doc, "chunk_id": chunk, "score": score, "rank": rank}
+            )
         for name, lane in lanes.items():
             for rank, (doc, chunk, score) in enumerate(lane, start=1):
                 lane_rows.append(
-                    {"lane": name, "qid": qid, "doc_id": doc, "chunk_id": chunk, "score": score, "rank": rank}
+                    {
+                        "lane": name,
+                        "qid": qid,
+                        "doc_id": doc,
+                        "chunk_id": chunk,
+                        "score": score,
+                        "rank": rank,
+                    }
                 )
     cols = ["qid", "doc_id", "chunk_id", "score", "rank"]
     return (
@@ -131,7 +142,9 @@ def ann_recall(
         t_exact += t2 - t1
         truth = set(e[0][e[0] >= 0].tolist())
         found = set(a[0][a[0] >= 0].tolist())
-        rows.append({"qid": qid, "k": k, "recall": len(truth & found) / len(truth) if truth else 1.0})
+        rows.append(
+            {"qid": qid, "k": k, "recall": len(truth & found) / len(truth) if truth else 1.0}
+        )
     n = max(len(query_ids), 1)
     timing = {"approx_ms": t_approx / n * 1e3, "exact_ms": t_exact / n * 1e3}
     return pd.DataFrame(rows, columns=["qid", "k", "recall"]), timing

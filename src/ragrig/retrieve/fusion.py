@@ -47,7 +47,10 @@ def _normalise(scores: Mapping[str, float], method: str) -> dict[str, float]:
 
 
 def convex(
-    dense: Mapping[str, float], sparse: Mapping[str, float], alpha: float, normalization: str = "minmax"
+    dense: Mapping[str, float],
+    sparse: Mapping[str, float],
+    alpha: float,
+    normalization: str = "minmax",
 ) -> list[tuple[str, float]]:
     """alpha * norm(dense) + (1 - alpha) * norm(sparse); a document absent from a lane gets
     that lane's minimum normalised score."""
