@@ -120,21 +120,20 @@ class DenseIvf(_Section):
     train_seed: int = 1234
 
 
-class SparseBm25s(_Section):
+class _Bm25(_Section):
+    k1: float = Field(0.9, gt=0)
+    b: float = Field(0.4, ge=0, le=1)
+    stemmer: Literal["english", "none"] = "english"
+    stopwords: Literal["english", "none"] = "english"
+
+
+class SparseBm25s(_Bm25):
     method: Literal["bm25s"] = "bm25s"
-    k1: float = Field(0.9, gt=0)
-    b: float = Field(0.4, ge=0, le=1)
-    stemmer: Literal["english", "none"] = "english"
-    stopwords: Literal["english", "none"] = "english"
 
 
-class SparseRankBm25(_Section):
+class SparseRankBm25(_Bm25):
     method: Literal["rank_bm25"] = "rank_bm25"
-    k1: float = Field(0.9, gt=0)
-    b: float = Field(0.4, ge=0, le=1)
     epsilon: float = 0.25
-    stemmer: Literal["english", "none"] = "english"
-    stopwords: Literal["english", "none"] = "english"
 
 
 DenseIndexConfig = Annotated[DenseFlat | DenseHnsw | DenseIvf, Field(discriminator="method")]

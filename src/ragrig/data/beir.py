@@ -55,56 +55,40 @@ def _id_of(record: dict[str, Any], path: Path, lineno: int) -> str:
     return str(record["_id"])
 
 
-def _dup_error(kind: str, path: Path, dups: dict[str, list[int]]) -> DataValidationError:
-    sample = ", ".join(f"{i!r} (lines {lines})" for i, lines in list(dups.items())[:10])
-    return DataValidationError(f"{path}: {len(dups)} duplicate {kind} id(s): {sample}")
-
-
-def load_corpus(path: Path) -> dict[str, dict[str, str]]:
-    corpus: dict[str, dict[str, str]] = {}
+def _load_records(path: Path, kind: str, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Read id -> {field: text}; duplicate ids and records whose fields are all blank raise,
+    each error naming every offending id (up to ten) and the lines they are on."""
+    records: dict[str, dict[str, str]] = {}
     seen: dict[str, int] = {}
     dups: dict[str, list[int]] = {}
     empty: list[str] = []
     for lineno, rec in iter_jsonl(path):
-        doc_id = _id_of(rec, path, lineno)
-        if doc_id in seen:
-            dups.setdefault(doc_id, [seen[doc_id]]).append(lineno)
+        rid = _id_of(rec, path, lineno)
+        if rid in seen:
+            dups.setdefault(rid, [seen[rid]]).append(lineno)
             continue
-        seen[doc_id] = lineno
-        title = str(rec.get("title") or "")
-        text = str(rec.get("text") or "")
-        if not (title.strip() or text.strip()):
-            empty.append(doc_id)
-        corpus[doc_id] = {"title": title, "text": text}
+        seen[rid] = lineno
+        records[rid] = {f: str(rec.get(f) or "") for f in fields}
+        if not any(v.strip() for v in records[rid].values()):
+            empty.append(rid)
     if dups:
-        raise _dup_error("document", path, dups)
+        sample = ", ".join(f"{i!r} (lines {lines})" for i, lines in list(dups.items())[:10])
+        raise DataValidationError(f"{path}: {len(dups)} duplicate {kind} id(s): {sample}")
     if empty:
-        raise DataValidationError(f"{path}: {len(empty)} document(s) with empty text: {empty[:10]}")
+        plural = {"query": "query(ies)"}.get(kind, f"{kind}(s)")
+        raise DataValidationError(f"{path}: {len(empty)} {plural} with empty text: {empty[:10]}")
+    return records
+
+
+def load_corpus(path: Path) -> dict[str, dict[str, str]]:
+    corpus = _load_records(path, "document", ("title", "text"))
     if not corpus:
         raise DataValidationError(f"{path}: the corpus is empty")
     return corpus
 
 
 def load_queries(path: Path) -> dict[str, str]:
-    queries: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    dups: dict[str, list[int]] = {}
-    empty: list[str] = []
-    for lineno, rec in iter_jsonl(path):
-        qid = _id_of(rec, path, lineno)
-        if qid in seen:
-            dups.setdefault(qid, [seen[qid]]).append(lineno)
-            continue
-        seen[qid] = lineno
-        text = str(rec.get("text") or "")
-        if not text.strip():
-            empty.append(qid)
-        queries[qid] = text
-    if dups:
-        raise _dup_error("query", path, dups)
-    if empty:
-        raise DataValidationError(f"{path}: {len(empty)} query(ies) with empty text: {empty[:10]}")
-    return queries
+    return {qid: rec["text"] for qid, rec in _load_records(path, "query", ("text",)).items()}
 
 
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:
