@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ragrig import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
-    from ragrig.data.beir import load_beir
-    from ragrig.data.claims import load_claims
     from ragrig.io import atomic_dir, write_json, write_table
-    from ragrig.parse import documents_table, qrels_table, queries_table
+    from ragrig.parse import make_parser
 
     ds = load_section("dataset", args.params)
-    cfg = load_section("parse", args.params)
-    root = Path(ds.root)
-    data = load_beir(root, ds.split)
-    claims = load_claims([root / f for f in ds.claims.files]) if ds.claims else None
-    docs = documents_table(data, source=f"beir:{ds.name}", title_separator=cfg.title_separator)
-    queries = queries_table(data, claims)
-    qrels = qrels_table(data)
-    with atomic_dir(Path(args.out)) as out:
+    parsed = make_parser(load_section("parse", args.params)).parse(ds)
+    docs, queries, qrels = parsed.documents, parsed.queries, parsed.qrels
+    with atomic_dir(args.out) as out:
         write_table(docs, out / "documents.parquet", "documents")
         write_table(queries, out / "queries.parquet", "queries")
         write_table(qrels, out / "qrels.parquet", "qrels")

@@ -6,6 +6,9 @@ import importlib
 from typing import Any
 
 REGISTRIES: dict[str, dict[str, str]] = {
+    "parser": {
+        "beir": "ragrig.parse:BeirParser",
+    },
     "chunker": {
         "document": "ragrig.chunk.chunkers:DocumentChunker",
         "recursive": "ragrig.chunk.chunkers:RecursiveTokenChunker",

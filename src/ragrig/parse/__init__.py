@@ -1,15 +1,66 @@
-"""parse: turn a source dataset into the standard documents, queries and qrels tables."""
+"""parse: turn a source dataset into the standard documents, queries and qrels tables.
+
+A parser is a backend with `parse(dataset) -> Parsed`. `beir` reads a BEIR-layout folder; a
+document-converting parser (e.g. docling for HTML/DOCX/PDF) fills the same documents table.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 import pandas as pd
 
 from ragrig.data.beir import BeirDataset
 from ragrig.data.claims import NOT_ENOUGH_INFO
+
+
+@dataclass(frozen=True)
+class Parsed:
+    documents: pd.DataFrame  # schema "documents"
+    queries: pd.DataFrame  # schema "queries"
+    qrels: pd.DataFrame  # schema "qrels"
+
+
+class Parser(Protocol):
+    def parse(self, dataset: Any) -> Parsed:
+        """Read the configured dataset (a DatasetConfig) into the standard tables."""
+        ...
+
+
+def make_parser(cfg: Any) -> Parser:
+    from ragrig.registry import resolve
+
+    return resolve("parser", cfg.method).from_config(cfg)
+
+
+class BeirParser:
+    """BEIR layout plus, when configured, SciFact-style claim files for per-query labels."""
+
+    def __init__(self, title_separator: str = ". "):
+        self.title_separator = title_separator
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> BeirParser:
+        return cls(cfg.title_separator)
+
+    def parse(self, dataset: Any) -> Parsed:
+        from ragrig.data.beir import load_beir
+        from ragrig.data.claims import load_claims
+
+        root = Path(dataset.root)
+        data = load_beir(root, dataset.split)
+        claims = load_claims([root / f for f in dataset.claims.files]) if dataset.claims else None
+        return Parsed(
+            documents_table(
+                data, source=f"beir:{dataset.name}", title_separator=self.title_separator
+            ),
+            queries_table(data, claims),
+            qrels_table(data),
+        )
 
 
 def content_hash(text: str) -> str:
