@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
 from ragrig import stage
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
 from ragrig import stage
 
 

@@ -53,7 +53,7 @@ SCHEMAS: dict[str, Schema] = {
         ("lane", "qid", "doc_id"),
     ),
     "latency": Schema({"qid": "str", "stage": "str", "latency_ms": "float"}, ("qid", "stage")),
-    "ann_recall": Schema({"qid": "str", "k": "int", "recall": "float"}, ("qid",)),
+    "ann_recall": Schema({"qid": "str", "k": "int", "recall": "float"}, ("qid", "k")),
     "generations": Schema(
         {
             "qid": "str",

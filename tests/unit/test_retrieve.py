@@ -65,16 +65,17 @@ def test_hnsw_recall_against_exact_and_determinism():
     assert faiss.serialize_index(a).tobytes() == faiss.serialize_index(b).tobytes()
     a.hnsw.efSearch = 200
     table, timing = ann_recall(
-        a, build_flat(vecs, None), [str(i) for i in range(20)], queries, k=10
+        a, build_flat(vecs, None), [str(i) for i in range(20)], queries, ks=[10, 50]
     )
-    assert table["recall"].mean() >= 0.95
+    assert sorted(table["k"].unique()) == [10, 50] and len(table) == 40
+    assert table[table["k"] == 10]["recall"].mean() >= 0.95
     assert set(timing) == {"approx_ms", "exact_ms"}
 
 
 def test_flat_search_recall_is_exact():
     vecs = _vectors()
     flat = build_flat(vecs, None)
-    table, _ = ann_recall(flat, build_flat(vecs, None), ["q"], vecs[:1], k=5)
+    table, _ = ann_recall(flat, build_flat(vecs, None), ["q"], vecs[:1], ks=[5])
     assert table["recall"].tolist() == [1.0]
 
 
@@ -111,3 +112,26 @@ def test_retrieve_all_hybrid_lanes_and_run():
     assert run["doc_id"].iloc[0] == "d0"  # first in both lanes
     assert sorted(lanes["lane"].unique()) == ["bm25", "dense"]
     assert latency["stage"].tolist() == ["retrieve"]
+
+
+@pytest.mark.parametrize("method", ["bm25s", "rank_bm25"])
+def test_bm25_returns_only_matching_documents_and_survives_empty_queries(method):
+    cfg = validate_section(
+        "index", {"dense": {"method": "flat"}, "sparse": {"method": method}}
+    ).sparse
+    index = (Bm25sIndex if method == "bm25s" else RankBm25Index).build(TEXTS, cfg)
+    scores, rows = index.search(["phobos", "the and a", ""], k=4)
+    assert rows[0].tolist() == [0, -1, -1, -1] and scores[0][0] > 0
+    assert rows[1].tolist() == [-1] * 4 and rows[2].tolist() == [-1] * 4
+    assert scores[1].tolist() == [0.0] * 4
+
+
+def test_top_k_matches_a_full_sort_with_id_tie_break():
+    from ragrig.index.sparse import _top_k
+
+    rng = np.random.default_rng(3)
+    scores = rng.integers(0, 5, size=500).astype(np.float32)  # many ties, many zeros
+    for k in (1, 7, 50, 499, 600):
+        full = np.lexsort((np.arange(500), -scores))
+        expected = [i for i in full if scores[i] > 0][:k]
+        assert _top_k(scores, k).tolist() == expected

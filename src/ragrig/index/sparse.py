@@ -36,17 +36,12 @@ class Bm25sIndex:
         return cls(cfg, bm25s.BM25.load(str(folder)))
 
     def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return (scores, row ids) of shape (n_queries, k'), best first."""
+        """Return (scores, row ids) of shape (n_queries, k'), best first; see `_top_k`."""
         toks = tokenize(queries, self.cfg.stemmer, self.cfg.stopwords)
         n_docs = int(self.model.scores["num_docs"])
-        k = min(k, n_docs)
-        scores = np.zeros((len(queries), k), dtype=np.float32)
-        ids = np.full((len(queries), k), -1, dtype=np.int64)
-        for i, qt in enumerate(toks):
-            full = self.model.get_scores(qt)
-            top = _top_k(full, k)
-            ids[i], scores[i] = top, full[top]
-        return scores, ids
+        return _search_all(
+            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs), toks, min(k, n_docs)
+        )
 
 
 class RankBm25Index:
@@ -73,17 +68,32 @@ class RankBm25Index:
 
     def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         toks = tokenize(queries, self.cfg.stemmer, self.cfg.stopwords)
-        k = min(k, len(self.tokens))
-        scores = np.zeros((len(queries), k), dtype=np.float32)
-        ids = np.full((len(queries), k), -1, dtype=np.int64)
-        for i, qt in enumerate(toks):
-            full = np.asarray(self.model.get_scores(qt), dtype=np.float32)
-            top = _top_k(full, k)
-            ids[i], scores[i] = top, full[top]
-        return scores, ids
+        n_docs = len(self.tokens)
+        return _search_all(
+            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs), toks, min(k, n_docs)
+        )
+
+
+def _search_all(score_fn, query_tokens: list[list[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.zeros((len(query_tokens), k), dtype=np.float32)
+    ids = np.full((len(query_tokens), k), -1, dtype=np.int64)
+    for i, qt in enumerate(query_tokens):
+        full = np.asarray(score_fn(qt), dtype=np.float32)
+        top = _top_k(full, k)
+        ids[i, : len(top)], scores[i, : len(top)] = top, full[top]
+    return scores, ids
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Row ids of the k best scores; ties broken by row id (ascending) for determinism."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    return order[:k]
+    """Row ids of the k best positive scores, ties broken by row id (ascending).
+
+    Documents that share no term with the query (score 0) are not hits: they would otherwise
+    pad short result lists and take part in fusion. A partial selection keeps this O(n).
+    """
+    if k <= 0 or scores.size == 0:
+        return np.empty(0, dtype=np.int64)
+    kth = min(k, scores.size) - 1
+    threshold = np.partition(-scores, kth)[kth]  # -(k-th best score)
+    cand = np.flatnonzero((-scores <= threshold) & (scores > 0))  # all ties at the boundary
+    order = np.lexsort((cand, -scores[cand]))
+    return cand[order][:k]

@@ -60,11 +60,9 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         }
 
     if inp.ann is not None and len(inp.ann):
-        k = int(inp.ann["k"].iloc[0])
+        measure = "ann/recall@" + inp.ann["k"].astype(str)
         parts.append(
-            pd.DataFrame(
-                {"qid": inp.ann["qid"], "measure": f"ann/recall@{k}", "value": inp.ann["recall"]}
-            )
+            pd.DataFrame({"qid": inp.ann["qid"], "measure": measure, "value": inp.ann["recall"]})
         )
 
     gens = inp.generations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ragrig.rerank import Candidate
@@ -24,9 +25,16 @@ class CrossEncoderReranker:
     def __init__(self, model: str, batch_size: int = 16, max_length: int = 256):
         from sentence_transformers import CrossEncoder
 
+        from ragrig.errors import ConfigError
         from ragrig.models import resolve_model
 
-        self.model = CrossEncoder(resolve_model(model), device="cpu", max_length=max_length)
+        try:
+            self.model = CrossEncoder(resolve_model(model), device="cpu", max_length=max_length)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot load cross-encoder {model!r}: not a local model folder, and hub ids need "
+                f"network access (HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}): {exc}"
+            ) from exc
         self.batch_size = batch_size
 
     @classmethod

@@ -82,9 +82,9 @@ def retrieve_all(
 
     from ragrig.index.dense import search, set_search_params
 
-    if dense_index is not None:
-        set_search_params(dense_index, cfg.ef_search, cfg.nprobe)
     lanes_wanted = lanes_of(cfg.method)
+    if "dense" in lanes_wanted:
+        set_search_params(dense_index, cfg.ef_search, cfg.nprobe)
     run_rows, lane_rows, lat_rows = [], [], []
     for i, qid in enumerate(tqdm(query_ids, desc=f"retrieve {cfg.method}", disable=not progress)):
         t0 = time.perf_counter()
@@ -124,27 +124,33 @@ def retrieve_all(
 
 
 def ann_recall(
-    approx_index: Any, exact_index: Any, query_ids: list[str], query_vectors: np.ndarray, k: int
+    approx_index: Any,
+    exact_index: Any,
+    query_ids: list[str],
+    query_vectors: np.ndarray,
+    ks: list[int],
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Recall@k of the approximate index's chunk neighbours against exact search, per query,
-    with mean per-query latency (ms) of each index searched one query at a time."""
+    """Recall@k of the approximate index's chunk neighbours against exact search, per query and
+    k, with mean per-query latency (ms) of each index searched one query at a time at max(ks)."""
     from ragrig.index.dense import search
 
     rows = []
     t_approx = t_exact = 0.0
+    depth = max(ks)
     for i, qid in enumerate(query_ids):
         t0 = time.perf_counter()
-        _, a = search(approx_index, query_vectors[i : i + 1], k)
+        _, a = search(approx_index, query_vectors[i : i + 1], depth)
         t1 = time.perf_counter()
-        _, e = search(exact_index, query_vectors[i : i + 1], k)
+        _, e = search(exact_index, query_vectors[i : i + 1], depth)
         t2 = time.perf_counter()
         t_approx += t1 - t0
         t_exact += t2 - t1
-        truth = set(e[0][e[0] >= 0].tolist())
-        found = set(a[0][a[0] >= 0].tolist())
-        rows.append(
-            {"qid": qid, "k": k, "recall": len(truth & found) / len(truth) if truth else 1.0}
-        )
+        for k in sorted(set(ks)):
+            truth = set(e[0][:k][e[0][:k] >= 0].tolist())
+            found = set(a[0][:k][a[0][:k] >= 0].tolist())
+            rows.append(
+                {"qid": qid, "k": k, "recall": len(truth & found) / len(truth) if truth else 1.0}
+            )
     n = max(len(query_ids), 1)
     timing = {"approx_ms": t_approx / n * 1e3, "exact_ms": t_exact / n * 1e3}
     return pd.DataFrame(rows, columns=["qid", "k", "recall"]), timing

@@ -1,0 +1,108 @@
+"""Run every benchmark and collect their results into benchmarks/results.json.
+
+Each benchmark runs in its own process (so one's memory, threads and imports never affect
+another), prints its table, and hands its figures back as JSON; this driver gathers them with
+the date and machine into one file. `make bench` calls this script.
+
+    python benchmarks/run_all.py [--quick] [--only bm25 ann] [--skip pipeline] [--out PATH]
+
+--quick passes --quick to the pipeline benchmark (generate.max_queries=5) and uses fewer
+repeats elsewhere. A benchmark that fails is recorded as failed and the others still run; the
+exit code is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common as C
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline"]
+QUICK_ARGS = {
+    "bm25": ["--repeats", "1"],
+    "ann": ["--repeats", "2"],
+    "embed": ["--n-docs", "300", "--repeats", "2"],
+    "pipeline": ["--quick", "--noop-repeats", "1"],
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these")
+    p.add_argument("--skip", nargs="+", choices=BENCHMARKS, default=[], help="do not run these")
+    p.add_argument("--quick", action="store_true", help="fast settings for a smoke check")
+    p.add_argument("--dataset-root", type=Path, default=C.DEFAULT_DATASET_ROOT)
+    p.add_argument("--params", type=Path, default=C.DEFAULT_PARAMS)
+    p.add_argument("--out", type=Path, default=HERE / "results.json")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep results of benchmarks not run this time from an existing --out file",
+    )
+    args = p.parse_args(argv)
+
+    C.setup_env()
+    names = [n for n in (args.only or BENCHMARKS) if n not in args.skip]
+    results: dict = {}
+    if args.merge and args.out.exists():
+        results = json.loads(args.out.read_text(encoding="utf-8")).get("benchmarks", {})
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="ragrig-bench-") as tmp:
+        for name in names:
+            out = Path(tmp) / f"{name}.json"
+            cmd = [sys.executable, str(HERE / f"bench_{name}.py")]
+            if args.dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
+                cmd += ["--dataset-root", str(args.dataset_root)]
+            if name != "pipeline" and args.params.resolve() != C.DEFAULT_PARAMS.resolve():
+                cmd += ["--params", str(args.params)]
+            if args.quick:
+                cmd += QUICK_ARGS[name]
+            shown = " ".join(["python", str(Path(cmd[1]).relative_to(C.PROJECT_ROOT)), *cmd[2:]])
+            print(f"\n=== {name}: {shown}", flush=True)
+            t0 = time.perf_counter()
+            proc = subprocess.run([*cmd, "--json", str(out)])
+            seconds = round(time.perf_counter() - t0, 1)
+            if proc.returncode == 0 and out.exists():
+                results[name] = {
+                    "command": shown,
+                    "wall_s": seconds,
+                    **json.loads(out.read_text(encoding="utf-8")),
+                }
+            else:
+                status = 1
+                results[name] = {
+                    "command": shown,
+                    "wall_s": seconds,
+                    "failed": True,
+                    "returncode": proc.returncode,
+                }
+            print(
+                f"=== {name}: {'ok' if proc.returncode == 0 else 'FAILED'} in {seconds} s",
+                flush=True,
+            )
+
+    summary = {
+        "date_utc": C.now_iso(),
+        "machine": C.machine_info(),
+        "quick": args.quick,
+        "targets_met": {n: r.get("target_met") for n, r in results.items()},
+        "benchmarks": results,
+    }
+    C.write_json(args.out, summary)
+    print(f"\nwrote {args.out}")
+    for n, met in summary["targets_met"].items():
+        print(f"  {n:9s} target met: {met}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
