@@ -98,14 +98,14 @@ def sweep(index, exact, qids, qvecs, k, settings, param, repeats, deep_k, dense_
     for r in range(repeats):
         for s in settings if r % 2 == 0 else settings[::-1]:
             set_search_params(index, ef_search=s, nprobe=s)  # each index reads only its own
-            table, timing = ann_recall(index, exact, qids, qvecs, k)
+            table, timing = ann_recall(index, exact, qids, qvecs, [k])
             recall[s] = float(table["recall"].mean())
             for key in ("approx_ms", "exact_ms"):
                 timings[s][key].append(timing[key])
     out = []
     for s in settings:
         set_search_params(index, ef_search=s, nprobe=s)
-        deep, _ = ann_recall(index, exact, qids, qvecs, deep_k)
+        deep, _ = ann_recall(index, exact, qids, qvecs, [deep_k])
         quality = dense_quality(index, s)
         a, e = C.median(timings[s]["approx_ms"]), C.median(timings[s]["exact_ms"])
         out.append(
