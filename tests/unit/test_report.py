@@ -197,3 +197,30 @@ def test_tracking_uri_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("RAGRIG_MLFLOW_URI", "sqlite:////x/y.db")
     assert tracking_uri(None, Path(".")) == "sqlite:////x/y.db"
     assert tracking_uri("http://127.0.0.1:5000", Path(".")) == "http://127.0.0.1:5000"
+
+
+def test_console_summary_orders_buckets_naturally_and_shows_counts():
+    from ragrig.report.summary import format_summary
+
+    cfg = validate_section(
+        "report",
+        {
+            "k_values": [10],
+            "prices": {"api-model": {"input_per_mtok": 1.0, "output_per_mtok": 10.0}},
+        },
+    )
+    metrics = build_report(_inputs(), cfg).metrics
+    text = format_summary(json.loads(json.dumps(metrics, sort_keys=True)))
+    lines = text.splitlines()
+    assert lines[0] == "queries 3 (answerable 2, no gold 1, missing runs 1)"
+    lengths = [
+        ln.split()[0]
+        for ln in lines[
+            lines.index(next(x for x in lines if x.startswith("slice query_length"))) + 1 :
+        ]
+    ]
+    assert lengths == ["<10", "10-15", ">=16"]
+    assert (
+        "faithfulness (overlap judge): 0.5000 over 1 scored answers; 1 answers with no checkable claim"
+        in text
+    )

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+
+def _bucket_key(value: str) -> tuple:
+    """Order slice values naturally: '<10' before '10-15' before '>=16'; '1', '2', '3+'."""
+    m = re.search(r"\d+", value)
+    if value.startswith("<") and m:
+        return (0, -1, int(m.group()))
+    if m and value[: m.start()] in {"", ">="}:
+        return (0, int(m.group()), 0)
+    return (1, 0, value)
 
 
 def _fmt(v: Any) -> str:
@@ -80,7 +91,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             (k for k in next(iter(values.values()), {}) if k.startswith("retrieval/ndcg@")), None
         )
         lines.append(f"slice {name}: n, {key}, judge/faithfulness")
-        for value, entry in values.items():
+        for value, entry in sorted(values.items(), key=lambda kv: _bucket_key(kv[0])):
             f = entry.get("judge/faithfulness")
             lines.append(
                 f"  {value:<18} n={entry['n_queries']:<5} {entry.get(key, 0.0):.4f}   "
