@@ -125,6 +125,20 @@ def sweep(index, exact, qids, qvecs, k, settings, param, repeats, deep_k, dense_
     return out
 
 
+def _table_rows(rows: list[dict], param: str, k: int, deep_k: int) -> list[list]:
+    keys = [
+        param,
+        f"recall@{k}",
+        "approx_ms",
+        "exact_ms",
+        "speedup_vs_exact",
+        f"recall@{deep_k}",
+        "dense_ndcg@10",
+        "dense_recall@100",
+    ]
+    return [[r[key] for key in keys] for r in rows]
+
+
 def plot(path: Path, hnsw_rows, ivf_rows, exact_ms, k, title):
     import matplotlib
 
@@ -348,19 +362,7 @@ def main(argv: list[str] | None = None) -> dict:
             "dense nDCG@10",
             "dense R@100",
         ],
-        [
-            [
-                r["efSearch"],
-                r[f"recall@{k}"],
-                r["approx_ms"],
-                r["exact_ms"],
-                r["speedup_vs_exact"],
-                r[f"recall@{deep_k}"],
-                r["dense_ndcg@10"],
-                r["dense_recall@100"],
-            ]
-            for r in hnsw_rows
-        ],
+        _table_rows(hnsw_rows, "efSearch", k, deep_k),
     )
     C.print_table(
         f"IVF nlist={ivf_cfg.nlist} vs exact IndexFlatIP",
@@ -374,19 +376,7 @@ def main(argv: list[str] | None = None) -> dict:
             "dense nDCG@10",
             "dense R@100",
         ],
-        [
-            [
-                r["nprobe"],
-                r[f"recall@{k}"],
-                r["approx_ms"],
-                r["exact_ms"],
-                r["speedup_vs_exact"],
-                r[f"recall@{deep_k}"],
-                r["dense_ndcg@10"],
-                r["dense_recall@100"],
-            ]
-            for r in ivf_rows
-        ],
+        _table_rows(ivf_rows, "nprobe", k, deep_k),
     )
     print("index build s: " + ", ".join(f"{n} {s:.3f}" for n, s in builds.items()))
     C.print_table(
