@@ -233,7 +233,22 @@ class GenerateLlamaCpp(_GenerateBase):
     )
 
 
-GenerateConfig = Annotated[GenerateExtractive | GenerateLlamaCpp, Field(discriminator="method")]
+class GenerateOpenAIHttp(_GenerateBase):
+    """Any OpenAI-compatible chat-completions endpoint; needs the network unless it is local."""
+
+    method: Literal["openai_http"] = "openai_http"
+    base_url: str = Field(description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1")
+    model: str
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    max_tokens: int = Field(128, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    timeout_s: float = Field(60.0, gt=0)
+    system_prompt: str = GenerateLlamaCpp.model_fields["system_prompt"].default
+
+
+GenerateConfig = Annotated[
+    GenerateExtractive | GenerateLlamaCpp | GenerateOpenAIHttp, Field(discriminator="method")
+]
 
 
 # --- judge -----------------------------------------------------------------------------------

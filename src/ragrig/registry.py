@@ -32,6 +32,7 @@ REGISTRIES: dict[str, dict[str, str]] = {
     "generator": {
         "extractive": "ragrig.generate.extractive:ExtractiveGenerator",
         "llama_cpp": "ragrig.generate.llama_cpp:LlamaCppGenerator",
+        "openai_http": "ragrig.generate.openai_http:OpenAIHttpGenerator",
     },
     "judge": {
         "overlap": "ragrig.judge.overlap:OverlapJudge",

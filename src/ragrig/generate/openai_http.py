@@ -1,0 +1,86 @@
+"""Chat generator for any OpenAI-compatible HTTP endpoint (a hosted API, vLLM, llama.cpp server).
+
+The API key is read from the environment variable the config names, never from params.yaml.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ragrig.generate import Generation, format_passages
+from ragrig.generate.llama_cpp import USER_TEMPLATE
+
+
+class OpenAIHttpGenerator:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        system_prompt: str,
+        api_key_env: str | None = None,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        seed: int = 0,
+        timeout_s: float = 60.0,
+    ):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model_name = model
+        self.system_prompt = system_prompt
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.timeout_s = timeout_s
+        self.headers = {"Content-Type": "application/json"}
+        if api_key_env:
+            key = os.environ.get(api_key_env)
+            if not key:
+                from ragrig.errors import ConfigError
+
+                raise ConfigError(f"generate.api_key_env names {api_key_env!r}, which is not set")
+            self.headers["Authorization"] = f"Bearer {key}"
+
+    @classmethod
+    def from_config(cls, cfg: Any, seed: int = 0, threads: int = 1) -> OpenAIHttpGenerator:
+        return cls(
+            cfg.base_url,
+            cfg.model,
+            cfg.system_prompt,
+            cfg.api_key_env,
+            cfg.max_tokens,
+            cfg.temperature,
+            seed,
+            cfg.timeout_s,
+        )
+
+    def generate(self, question: str, passages: list[str]) -> Generation:
+        import requests
+
+        user = USER_TEMPLATE.format(passages=format_passages(passages), question=question)
+        body = {
+            "model": self.model_name,
+            "messages": [
+                {"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": user},
+            ],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+        try:
+            resp = requests.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
+        except requests.Timeout as exc:
+            raise TimeoutError(f"no answer from {self.url} within {self.timeout_s:.0f} s") from exc
+        if resp.status_code != 200:
+            raise RuntimeError(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}")
+        try:
+            data = resp.json()
+            text = data["choices"][0]["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(
+                f"{self.url} returned a malformed completion: {resp.text[:300]}"
+            ) from exc
+        usage = data.get("usage") or {}
+        return Generation(
+            text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        )
