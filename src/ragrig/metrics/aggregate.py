@@ -30,6 +30,24 @@ def bucket_length(n_words: int, bins: Sequence[int]) -> str:
     return f">={edges[-1]}"
 
 
+STAGE_ORDER = ("embed_query", "retrieve", "rerank", "generate", "judge")
+
+
+def stage_key(stage: str) -> tuple:
+    """Pipeline order for per-stage latency tables and plots."""
+    return (STAGE_ORDER.index(stage), "") if stage in STAGE_ORDER else (len(STAGE_ORDER), stage)
+
+
+def slice_value_key(value: str) -> tuple:
+    """Order slice values naturally: '<10' before '10-15' before '>=16'; '1', '2', '3+'; else by name."""
+    m = re.search(r"\d+", value)
+    if value.startswith("<") and m:
+        return (0, -1, int(m.group()))
+    if m and value[: m.start()] in {"", ">="}:
+        return (0, int(m.group()), 0)
+    return (1, 0, value)
+
+
 def slice_columns(
     queries: pd.DataFrame, slices: Sequence[str], length_bins: Sequence[int]
 ) -> pd.DataFrame:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragrig.metrics.aggregate import slice_value_key, stage_key
+
 
 def write_plots(report: Any, folder: Path) -> list[Path]:
     import matplotlib
@@ -20,6 +22,11 @@ def write_plots(report: Any, folder: Path) -> list[Path]:
     )
     if ndcg:
         sel = agg[(agg["measure"] == ndcg) & (agg["slice"] != "all")]
+        order = sorted(
+            range(len(sel)),
+            key=lambda i: (sel["slice"].iloc[i], slice_value_key(sel["slice_value"].iloc[i])),
+        )
+        sel = sel.iloc[order]
         labels = [
             f"{s}={v} (n={n})"
             for s, v, n in zip(sel["slice"], sel["slice_value"], sel["n"], strict=True)
@@ -40,7 +47,7 @@ def write_plots(report: Any, folder: Path) -> list[Path]:
         written.append(path)
     lat = report.metrics.get("latency_ms", {})
     if lat:
-        stages = list(lat)
+        stages = sorted(lat, key=stage_key)
         fig, ax = plt.subplots(figsize=(7, 3.5))
         for i, q in enumerate(("p50", "p95", "p99")):
             ax.bar(

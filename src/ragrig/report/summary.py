@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-
-def _bucket_key(value: str) -> tuple:
-    """Order slice values naturally: '<10' before '10-15' before '>=16'; '1', '2', '3+'."""
-    m = re.search(r"\d+", value)
-    if value.startswith("<") and m:
-        return (0, -1, int(m.group()))
-    if m and value[: m.start()] in {"", ">="}:
-        return (0, int(m.group()), 0)
-    return (1, 0, value)
+from ragrig.metrics.aggregate import slice_value_key, stage_key
 
 
 def _fmt(v: Any) -> str:
@@ -78,7 +69,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
     )
     lines.append("")
     lines.append("latency ms      " + "  ".join(f"{q:>9}" for q in ("p50", "p95", "p99")))
-    for stage_name, qs in metrics["latency_ms"].items():
+    for stage_name, qs in sorted(metrics["latency_ms"].items(), key=lambda kv: stage_key(kv[0])):
         lines.append(
             f"  {stage_name:<13} "
             + "  ".join(f"{qs.get(q, float('nan')):>9.2f}" for q in ("p50", "p95", "p99"))
@@ -91,7 +82,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             (k for k in next(iter(values.values()), {}) if k.startswith("retrieval/ndcg@")), None
         )
         lines.append(f"slice {name}: n, {key}, judge/faithfulness")
-        for value, entry in sorted(values.items(), key=lambda kv: _bucket_key(kv[0])):
+        for value, entry in sorted(values.items(), key=lambda kv: slice_value_key(kv[0])):
             f = entry.get("judge/faithfulness")
             lines.append(
                 f"  {value:<18} n={entry['n_queries']:<5} {entry.get(key, 0.0):.4f}   "
