@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import faiss
 
-    from ragrig.config import DenseHnsw, DenseIvf, load_params, load_section, validate_section
+    from ragrig.config import load_params, load_section, validate_section
+    from ragrig.index.config import DenseHnsw, DenseIvf
     from ragrig.index.dense import build_flat, build_hnsw, build_ivf, set_search_params
     from ragrig.metrics.ir import mean_measures, rankings_from_run
     from ragrig.registry import resolve

@@ -1,7 +1,7 @@
 """BM25 backends on SciFact: bm25s vs rank-bm25 through ragrig.index.sparse.
 
 Both index the full SciFact corpus as the pipeline does (content = title + '. ' + text, one
-chunk per document) with their ragrig.config defaults (SparseBm25s / SparseRankBm25: k1=0.9,
+chunk per document) with their ragrig.index.config defaults (SparseBm25s / SparseRankBm25: k1=0.9,
 b=0.4, English Snowball stemmer and stopwords), and answer the 300 test queries. Measured, in
 one process with interleaved repeats (medians reported):
 
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
     C.setup_env()
     _, threads = C.apply_runtime(args.params)
 
-    from ragrig.config import SparseBm25s, SparseRankBm25
+    from ragrig.index.config import SparseBm25s, SparseRankBm25
     from ragrig.index.sparse import Bm25sIndex, RankBm25Index
     from ragrig.metrics.ir import mean_measures
     from ragrig.text import tokenize

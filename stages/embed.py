@@ -17,16 +17,15 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from ragrig.embed import encode_queries_timed
+    from ragrig.embed import encode_queries_timed, make_embedder
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.models import model_fingerprint
-    from ragrig.registry import resolve
 
     parse_dir, chunk_dir = args.inputs
     cfg = load_section("embed", args.params)
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     queries = read_table(parse_dir / "queries.parquet", "queries")
-    passages = resolve("embedder", cfg.method).from_config(cfg, role="passage")
+    passages = make_embedder(cfg, role="passage")
     chunk_vecs = passages.encode(chunks["text"].tolist(), progress=True)
     query_vecs, lat = encode_queries_timed(
         passages.with_prefix(cfg.query_prefix), queries["text"].tolist()

@@ -18,6 +18,7 @@ def main() -> None:
     import faiss
     import numpy as np
 
+    from ragrig.index import DENSE_INDEXES, SPARSE_INDEXES
     from ragrig.io import atomic_dir, read_table, write_json
     from ragrig.registry import resolve
 
@@ -29,10 +30,12 @@ def main() -> None:
         raise RuntimeError("embedding rows do not match the chunk table; rerun embed")
     vectors = np.load(embed_dir / "chunks.npy")
     t0 = time.perf_counter()
-    dense = resolve("dense_index", cfg.dense.method)(vectors, cfg.dense)
+    dense = resolve(DENSE_INDEXES, cfg.dense.method, "dense index")(vectors, cfg.dense)
     t_dense = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sparse = resolve("sparse_index", cfg.sparse.method).build(chunks["text"].tolist(), cfg.sparse)
+    sparse = resolve(SPARSE_INDEXES, cfg.sparse.method, "sparse index").build(
+        chunks["text"].tolist(), cfg.sparse
+    )
     t_sparse = time.perf_counter() - t0
     with atomic_dir(args.out) as out:
         faiss.write_index(dense, str(out / "dense.faiss"))

@@ -17,6 +17,7 @@ def main() -> None:
     import numpy as np
 
     from ragrig.config import validate_section
+    from ragrig.index import SPARSE_INDEXES
     from ragrig.index.dense import is_exact, set_search_params
     from ragrig.io import atomic_dir, read_json, read_table, write_json, write_table
     from ragrig.registry import resolve
@@ -33,7 +34,9 @@ def main() -> None:
     lanes = lanes_of(cfg.method)
     dense = faiss.read_index(str(index_dir / "dense.faiss")) if "dense" in lanes else None
     sparse = (
-        resolve("sparse_index", sparse_cfg.method).load(index_dir / "sparse", sparse_cfg)
+        resolve(SPARSE_INDEXES, sparse_cfg.method, "sparse index").load(
+            index_dir / "sparse", sparse_cfg
+        )
         if "bm25" in lanes
         else None
     )

@@ -17,8 +17,8 @@ import pytest
 import requests
 import yaml
 
-from ragrig.config import Checksum, Download
 from ragrig.data.beir import load_beir
+from ragrig.data.config import Checksum, Download
 from ragrig.data.download import ensure_dataset
 from ragrig.errors import DataValidationError
 

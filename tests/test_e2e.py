@@ -141,6 +141,21 @@ def test_rerank_change_reruns_rerank_and_downstream_only(ws):
     sh(["dvc", "repro"], ws)  # restored from the run-cache
 
 
+def test_editing_one_stage_schema_reruns_only_that_stage_and_after(ws):
+    schema = ws / "src/ragrig/judge/config.py"
+    original = schema.read_text()
+    schema.write_text(original + "\n# a comment: the judge's code changed\n")
+    try:
+        before = len(_stage_log(ws))
+        sh(["dvc", "repro"], ws)
+        assert _ran(ws, before) == ["judge", "report"]  # nothing upstream re-embeds or re-indexes
+    finally:
+        schema.write_text(original)
+    before = len(_stage_log(ws))
+    sh(["dvc", "repro"], ws)
+    assert _ran(ws, before) == []
+
+
 def _without_timing(obj):
     if isinstance(obj, dict):
         return {

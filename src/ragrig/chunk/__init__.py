@@ -15,8 +15,14 @@ class Chunker(Protocol):
         ...
 
 
+CHUNKERS = {
+    "document": "ragrig.chunk.chunkers:DocumentChunker",
+    "recursive": "ragrig.chunk.chunkers:RecursiveTokenChunker",
+}
+
+
 def make_chunker(cfg: Any) -> Chunker:
-    return resolve("chunker", cfg.method).from_config(cfg)
+    return resolve(CHUNKERS, cfg.method, "chunker").from_config(cfg)
 
 
 def chunk_documents(

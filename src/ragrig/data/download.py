@@ -8,7 +8,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ragrig.config import Download
+from ragrig.data.config import Download
 from ragrig.errors import DataValidationError
 
 

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+EMBEDDERS = {"sentence_transformers": "ragrig.embed.st:SentenceTransformerEmbedder"}
+
+
+def make_embedder(cfg: Any, role: str = "passage") -> Embedder:
+    from ragrig.registry import resolve
+
+    return resolve(EMBEDDERS, cfg.method, "embedder").from_config(cfg, role=role)
 
 
 class Embedder(Protocol):

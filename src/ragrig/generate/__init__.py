@@ -27,10 +27,17 @@ class Generator(Protocol):
         ...
 
 
+GENERATORS = {
+    "extractive": "ragrig.generate.extractive:ExtractiveGenerator",
+    "llama_cpp": "ragrig.generate.llama_cpp:LlamaCppGenerator",
+    "openai_http": "ragrig.generate.openai_http:OpenAIHttpGenerator",
+}
+
+
 def make_generator(cfg: Any, seed: int, threads: int) -> Generator:
     from ragrig.registry import resolve
 
-    return resolve("generator", cfg.method).from_config(cfg, seed=seed, threads=threads)
+    return resolve(GENERATORS, cfg.method, "generator").from_config(cfg, seed=seed, threads=threads)
 
 
 def sample_queries(qids: list[str], max_queries: int | None, seed: int) -> list[str]:

@@ -1,1 +1,13 @@
 """index: dense FAISS indexes (flat, HNSW, IVF) and BM25 indexes over chunks."""
+
+from __future__ import annotations
+
+DENSE_INDEXES = {
+    "flat": "ragrig.index.dense:build_flat",
+    "hnsw": "ragrig.index.dense:build_hnsw",
+    "ivf": "ragrig.index.dense:build_ivf",
+}
+SPARSE_INDEXES = {
+    "bm25s": "ragrig.index.sparse:Bm25sIndex",
+    "rank_bm25": "ragrig.index.sparse:RankBm25Index",
+}

@@ -64,10 +64,13 @@ class Judge(Protocol):
     ) -> Verdict: ...
 
 
+JUDGES = {"overlap": "ragrig.judge.overlap:OverlapJudge"}
+
+
 def make_judge(cfg: Any) -> Judge:
     from ragrig.registry import resolve
 
-    return resolve("judge", cfg.method).from_config(cfg)
+    return resolve(JUDGES, cfg.method, "judge").from_config(cfg)
 
 
 @dataclass

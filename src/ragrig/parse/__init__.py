@@ -31,10 +31,13 @@ class Parser(Protocol):
         ...
 
 
+PARSERS = {"beir": "ragrig.parse:BeirParser"}
+
+
 def make_parser(cfg: Any) -> Parser:
     from ragrig.registry import resolve
 
-    return resolve("parser", cfg.method).from_config(cfg)
+    return resolve(PARSERS, cfg.method, "parser").from_config(cfg)
 
 
 class BeirParser:

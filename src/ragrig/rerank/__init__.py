@@ -23,10 +23,16 @@ class Reranker(Protocol):
         ...
 
 
+RERANKERS = {
+    "identity": "ragrig.rerank.rerankers:IdentityReranker",
+    "cross_encoder": "ragrig.rerank.rerankers:CrossEncoderReranker",
+}
+
+
 def make_reranker(cfg: Any) -> Reranker:
     from ragrig.registry import resolve
 
-    return resolve("reranker", cfg.method).from_config(cfg)
+    return resolve(RERANKERS, cfg.method, "reranker").from_config(cfg)
 
 
 def rerank_run(

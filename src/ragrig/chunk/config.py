@@ -1,0 +1,32 @@
+"""Config schema of the chunk stage (validated from its params.yaml section)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from ragrig.config import Section
+
+
+class ChunkDocument(Section):
+    method: Literal["document"] = "document"
+
+
+class ChunkRecursive(Section):
+    method: Literal["recursive"] = "recursive"
+    size: int = Field(256, gt=0, description="window size in tokens")
+    overlap: int = Field(32, ge=0)
+    tokenizer: str = Field(
+        "packaged:all-MiniLM-L6-v2", description="tokenizer used to count tokens"
+    )
+    separators: list[str] = Field(default_factory=lambda: ["\n\n", "\n", ". ", " "])
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkRecursive:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+
+ChunkConfig = Annotated[ChunkDocument | ChunkRecursive, Field(discriminator="method")]

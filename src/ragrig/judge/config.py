@@ -1,0 +1,25 @@
+"""Config schema of the judge stage (validated from its params.yaml section)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ragrig.config import Section
+
+
+class JudgeOverlap(Section):
+    method: Literal["overlap"] = "overlap"
+    support_threshold: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="share of a claim's content words found in one context sentence",
+    )
+    min_content_words: int = Field(
+        2, gt=0, description="fewer content words: not a checkable claim"
+    )
+
+
+JudgeConfig = Annotated[JudgeOverlap, Field(discriminator="method")]
