@@ -19,6 +19,11 @@ def strip_citations(text: str) -> str:
     return _CITE.sub("", text).strip()
 
 
+def cited_numbers(text: str) -> list[int]:
+    """Every passage number cited as [n] or [n, m], in order of appearance."""
+    return [int(n) for m in _CITE.finditer(text) for n in re.findall(r"\d+", m.group())]
+
+
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 

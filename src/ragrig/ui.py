@@ -99,7 +99,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _group_members(pgid: int) -> list[int]:
+def group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (also for checking that stop left nothing behind)."""
     import psutil
 
     members = []
@@ -120,14 +121,14 @@ def stop(root: Path, timeout: float = 20.0) -> int:
         return 0
     info = json.loads(state.read_text())
     pgid = info["pgid"]
-    members = _group_members(pgid)
+    members = group_members(pgid)
     if members:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _group_members(pgid):
+        while time.monotonic() < deadline and group_members(pgid):
             time.sleep(0.2)
-        if _group_members(pgid):
+        if group_members(pgid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
             time.sleep(0.5)
@@ -135,8 +136,3 @@ def stop(root: Path, timeout: float = 20.0) -> int:
         os.waitpid(info["pid"], os.WNOHANG)
     state.unlink(missing_ok=True)
     return len(members)
-
-
-def group_members(root_or_pgid: int) -> list[int]:
-    """Live processes of a process group (for checking that stop left nothing behind)."""
-    return _group_members(root_or_pgid)

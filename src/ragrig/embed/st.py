@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,7 @@ class SentenceTransformerEmbedder:
 
     def with_prefix(self, prefix: str) -> SentenceTransformerEmbedder:
         """Same loaded model, another text prefix (queries vs passages)."""
-        clone = object.__new__(SentenceTransformerEmbedder)
-        clone.__dict__.update(self.__dict__)
+        clone = copy.copy(self)
         clone.prefix = prefix
         return clone
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -48,14 +47,12 @@ def sample_queries(qids: list[str], max_queries: int | None, seed: int) -> list[
     return sorted(sorted(qids, key=key)[:max_queries])
 
 
-_CITE = re.compile(r"\[(\d+)\]")
-
-
 def citations(answer: str, n_passages: int) -> list[int]:
-    """Passage numbers cited as [n], in order of first appearance, kept only if in range."""
+    """Passage numbers cited, in order of first appearance, kept only if in range."""
+    from ragrig.text import cited_numbers
+
     seen: list[int] = []
-    for m in _CITE.finditer(answer):
-        n = int(m.group(1))
+    for n in cited_numbers(answer):
         if 1 <= n <= n_passages and n not in seen:
             seen.append(n)
     return seen

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ragrig.metrics.aggregate import aggregate, cost_usd, quantiles, slice_columns
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
+from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,8 @@ def _means(
 def _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j) -> dict[str, Any]:
     n_queries = len(inp.queries)
     answerable = int((inp.queries["n_gold"] > 0).sum())
-    gen_status = {s: int((gens["status"] == s).sum()) for s in ("ok", "empty", "error")}
-    judge_status = {
-        s: int((j["status"] == s).sum())
-        for s in ("scored", "no_claims", "invalid", "timeout", "error", "skipped")
-    }
+    gen_status = {s: int((gens["status"] == s).sum()) for s in GENERATION_STATUSES}
+    judge_status = {s: int((j["status"] == s).sum()) for s in JUDGMENT_STATUSES}
     retrieved_q = set(inp.retrieved["qid"])
     tree: dict[str, Any] = {
         "counts": {
