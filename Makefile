@@ -12,6 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
+PORT ?= 5000
 
 .PHONY: setup repro test test-slow bench sweep ui ui-stop lint params clean
 
@@ -48,7 +49,7 @@ sweep: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep --multirun $(ARGS)
 
 ui: $(STAMP)
-	$(BIN)/python -m ragrig.cli ui start
+	$(BIN)/python -m ragrig.cli ui start --port $(PORT)
 
 ui-stop: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui stop

@@ -76,3 +76,58 @@ def test_ui_serves_the_store_and_stops_cleanly(
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{info['url']}/health", timeout=2)
     assert ui.stop(tmp_path) == 0
+
+
+def _time_wait_port() -> int:
+    """A port with no listener whose last connection the server side closed first, so the
+    kernel keeps it in TIME_WAIT (what a just-stopped mlflow server leaves behind). Like the
+    server (uvicorn), the listening socket sets SO_REUSEADDR."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    cli = socket.create_connection(("127.0.0.1", port))
+    conn, _ = srv.accept()
+    conn.close()  # the server side closes first: its end goes to TIME_WAIT
+    srv.close()
+    cli.close()
+    return port
+
+
+def test_port_probe_accepts_a_port_left_in_time_wait() -> None:
+    port = _time_wait_port()
+    # the old probe (no SO_REUSEADDR) saw the port as taken
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))
+    ui._check_port_free("127.0.0.1", port)  # no error: the server could bind it
+
+
+def test_port_in_use_is_one_clear_line(tmp_path, monkeypatch, capsys) -> None:
+    from ragrig import cli
+
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        assert cli.main(["ui", "start", "--port", str(port)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"ragrig: error: port {port} on 127.0.0.1 is in use")
+    assert "make ui PORT=" in err[0]
+    assert not (tmp_path / ".ragrig" / "mlflow_server.json").exists()
+
+
+def test_make_ui_takes_a_port() -> None:
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "ui", "PORT=5123"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "ragrig.cli ui start --port 5123" in out

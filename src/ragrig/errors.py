@@ -17,3 +17,7 @@ class SchemaError(RagrigError):
 
 class ConfigError(RagrigError):
     """A config section does not validate."""
+
+
+class ServiceError(RagrigError):
+    """A service ragrig starts or reaches (the MLflow server) is unavailable."""

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from ragrig.errors import ServiceError
+
 
 def _state_file(root: Path) -> Path:
     return root / ".ragrig" / "mlflow_server.json"
@@ -63,7 +65,7 @@ def start(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             state.unlink(missing_ok=True)
-            raise RuntimeError(
+            raise ServiceError(
                 f"mlflow server exited with code {proc.returncode}; see .ragrig/mlflow_server.log"
             )
         try:
@@ -73,19 +75,25 @@ def start(
             pass
         time.sleep(0.5)
     stop(root)
-    raise TimeoutError(f"mlflow server did not answer on {url} within {timeout:.0f} s")
+    raise ServiceError(f"mlflow server did not answer on {url} within {timeout:.0f} s")
 
 
 def _check_port_free(host: str, port: int) -> None:
-    """mlflow server exits quietly when its port is taken: say so before starting it."""
+    """mlflow server exits quietly when its port is taken: say so before starting it.
+
+    The probe binds with SO_REUSEADDR, as the server itself does: without it, the TIME_WAIT
+    connections a just-stopped server leaves behind make a free port look taken for a minute.
+    """
     import socket
 
-    with socket.socket() as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
-            raise RuntimeError(
-                f"port {port} on {host} is in use; pass another with --port"
+            raise ServiceError(
+                f"port {port} on {host} is in use ({exc.strerror}); "
+                f"choose another: make ui PORT=<port> (or ragrig ui start --port <port>)"
             ) from exc
 
 
