@@ -239,7 +239,7 @@ def test_console_summary_orders_buckets_naturally_and_shows_counts():
     lines = text.splitlines()
     assert lines[0] == (
         "queries 3: scored 2, unjudged (no qrels) 0, no positive judgment 1, missing runs 1"
-        " (0 of them scored, as empty rankings)"
+        " (0 of them scored as empty rankings)"
     )
     lengths = [
         ln.split()[0]

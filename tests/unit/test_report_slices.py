@@ -165,7 +165,7 @@ def test_query_counts_scored_unjudged_no_positive_missing():
     first = format_summary(rep.metrics).splitlines()[0]
     assert first == (
         "queries 5: scored 3, unjudged (no qrels) 1, no positive judgment 1, missing runs 1"
-        " (1 of them scored, as empty rankings)"
+        " (1 of them scored as empty rankings)"
     )
 
 

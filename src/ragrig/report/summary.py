@@ -46,7 +46,11 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
     lines.append(
         f"queries {c['queries']}: scored {c['scored']}, unjudged (no qrels) {c['unjudged']}, "
         f"no positive judgment {c['no_positive']}, missing runs {c['missing_runs']}"
-        f" ({c.get('missing_runs_scored', 0)} of them scored, as empty rankings)"
+        + (
+            f" ({c.get('missing_runs_scored', 0)} of them scored as empty rankings)"
+            if c["missing_runs"]
+            else ""
+        )
     )
     lines.append("")
     lines.append(
@@ -112,6 +116,9 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
                 f"  {value:<18} n={entry['n_queries']:<5} {_cell(v, 6).strip():<8} "
                 + (f"{f:.4f} (n={entry['n_judged']})" if f is not None else NA)
             )
-    for name, reason in metrics.get("slices_dropped", {}).items():
+    dropped = metrics.get("slices_dropped", {})
+    if dropped:
+        lines.append("")
+    for name, reason in dropped.items():
         lines.append(f"slice {name} dropped: {reason}")
     return "\n".join(lines)
