@@ -214,6 +214,7 @@ def test_metadata_columns_become_slices_and_one_bucket_slices_are_dropped():
         meta_domain=["bio", "bio", "bio", "med", "med", "med", "chem", "chem", None],
         meta_source=["x"] * n,
         meta_id=[f"id{i}" for i in range(n)],
+        meta_value=["lo"] * 5 + ["hi"] * 4,  # 'value' names a per-query column: keeps its prefix
         evidence=["{}"] * n,  # an extra column without the prefix is not a slice
     )
     qrels = pd.DataFrame(
@@ -222,7 +223,8 @@ def test_metadata_columns_become_slices_and_one_bucket_slices_are_dropped():
     cfg = _cfg(max_categories=5)
     rep = build_report(_inputs(queries, qrels, list(queries["qid"])), cfg)
     m = rep.metrics
-    assert list(m["slices"]) == ["domain", "year"]
+    assert list(m["slices"]) == ["domain", "meta_value", "year"]
+    assert {k: v["n_queries"] for k, v in m["slices"]["meta_value"].items()} == {"hi": 4, "lo": 5}
     assert m["slice_bins"] == {"year": [2004, 2007]}
     assert {k: v["n_queries"] for k, v in m["slices"]["year"].items()} == {
         "<2004": 3,
@@ -244,8 +246,8 @@ def test_metadata_columns_become_slices_and_one_bucket_slices_are_dropped():
     assert m["slices_dropped"]["id"].startswith(
         "9 distinct values of meta_id (more than max_categories 5)"
     )
-    assert set(rep.slices["slice"]) == {"all", "domain", "year"}
-    assert {"domain", "year"} <= set(rep.per_query.columns)
+    assert set(rep.slices["slice"]) == {"all", "domain", "meta_value", "year"}
+    assert {"domain", "meta_value", "year"} <= set(rep.per_query.columns)
     text = format_summary(json.loads(json.dumps(m)))
     assert "slice year: n, retrieval/ndcg@10, judge/faithfulness  (cut points [2004, 2007])" in text
     assert "slice claim_label dropped: one bucket ('unknown' holds all 9 queries)" in text
@@ -294,8 +296,9 @@ def test_slice_config_rejects_duplicates_and_reserved_name():
     two = [{"name": "a", "column": "c"}, {"name": "a", "column": "d"}]
     with pytest.raises(ConfigError, match=r"repeated: \['a'\]"):
         validate_section("report", {"slices": two})
-    with pytest.raises(ConfigError, match="'all' is reserved"):
-        validate_section("report", {"slices": [{"name": "all", "column": "c"}]})
+    for name in ("all", "value"):
+        with pytest.raises(ConfigError, match=rf"slice names \['{name}'\] are reserved"):
+            validate_section("report", {"slices": [{"name": name, "column": "c"}]})
 
 
 def test_slice_on_a_missing_or_non_numeric_column_is_a_config_error():

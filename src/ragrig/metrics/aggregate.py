@@ -19,9 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ragrig.errors import ConfigError
-
-ALL = "all"
-MISSING = "missing"  # bucket of a query whose slice column is empty (null / NaN)
+from ragrig.metrics.names import ALL, MISSING, RESERVED_SLICE_NAMES
 
 
 class SliceDef(Protocol):
@@ -131,6 +129,8 @@ def slice_columns(
     """
     defs: list[tuple[str, str, str, Sequence[float] | None, Sequence[str] | None]] = []
     for s in specs:
+        if s.name in RESERVED_SLICE_NAMES:
+            raise ConfigError(f"report.slices: {s.name!r} is a reserved name; rename that slice")
         if s.column not in queries.columns:
             raise ConfigError(
                 f"report.slices: slice {s.name!r} reads column {s.column!r}, which the queries "
@@ -144,7 +144,7 @@ def slice_columns(
             if col in taken_cols:
                 continue
             name = col[len(metadata_prefix) :] or col
-            if name in taken_names:
+            if name in taken_names or name in RESERVED_SLICE_NAMES:
                 name = col
             kind = "numeric" if _is_numeric(queries[col]) else "categorical"
             defs.append((name, col, kind, None, None))

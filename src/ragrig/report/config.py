@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ragrig.config import Section
+from ragrig.metrics.names import RESERVED_SLICE_NAMES
 
 
 class Price(Section):
@@ -96,8 +97,9 @@ class ReportConfig(Section):
         dups = sorted({n for n in names if names.count(n) > 1})
         if dups:
             raise ValueError(f"slice names must be unique; repeated: {dups}")
-        if "all" in names:
-            raise ValueError("'all' is reserved for the whole query set; rename that slice")
+        reserved = sorted(set(names) & RESERVED_SLICE_NAMES)
+        if reserved:
+            raise ValueError(f"slice names {reserved} are reserved; rename them")
         return self
 
 
