@@ -195,12 +195,8 @@ def test_slice_value_order():
     values = [">=16", "missing", "10-15", "<10", "b", "a"]
     assert sorted(values, key=slice_value_key) == ["<10", "10-15", ">=16", "a", "b", "missing"]
     assert sorted(["3+", "2", "0", "1"], key=slice_value_key) == ["0", "1", "2", "3+"]
-    assert sorted(["0.5-1.2", "<0.5", ">=1.2", "1.2-3"][::-1], key=slice_value_key) == [
-        "<0.5",
-        "0.5-1.2",
-        "1.2-3",
-        ">=1.2",
-    ][:2] + ["1.2-3", ">=1.2"]
+    floats = ["0.5-1.2", ">=1.2", "-1-0.5", "<-1"]
+    assert sorted(floats, key=slice_value_key) == ["<-1", "-1-0.5", "0.5-1.2", ">=1.2"]
 
 
 def test_metadata_columns_become_slices_and_one_bucket_slices_are_dropped():
@@ -265,6 +261,16 @@ def test_configured_slice_with_quantile_bins_and_metadata_off():
     s = slice_columns(queries, cfg.slices, quantile_bins=cfg.quantile_bins, metadata_prefix=None)
     assert s.names == ["length"]
     assert s.columns["length"].tolist() == ["<4"] * 3 + ["4-6"] * 3 + [">=7"] * 3
+    assert s.bins == {"length": [4, 7]}
+
+
+def test_numeric_metadata_with_few_values_gets_one_bucket_per_value():
+    queries = _queries(n_gold=[1] * 6, meta_flag=[0, 1, 1, 0, 1, None], meta_score=[0.5] * 6)
+    s = slice_columns(queries, [], quantile_bins=3)
+    assert s.names == ["flag"]
+    assert s.columns["flag"].tolist() == ["0", "1", "1", "0", "1", "missing"]
+    assert s.bins == {}
+    assert s.dropped == {"score": "one bucket ('0.5' holds all 6 queries)"}
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,9 @@ def slice_columns(
 ) -> Slices:
     """Bucket every query by every slice: the configured ones, then one per metadata column.
 
-    A configured slice naming a column the queries table lacks is a ConfigError. A slice is
+    A numeric slice without bins whose column has at most `quantile_bins` distinct values gets
+    one bucket per value. A configured slice naming a column the queries table lacks is a
+    ConfigError. A slice is
     dropped (with its reason in `dropped`) when it has a single bucket, or, if categorical, more
     than `max_categories` values.
     """
@@ -164,14 +166,18 @@ def slice_columns(
                 )
             present = col.dropna()
             integer = bool(((present % 1) == 0).all())
-            if bins is not None:
-                cuts = [_num(b) for b in bins]
+            if bins is None and present.nunique() <= quantile_bins:
+                # as few values as buckets: one bucket per value, labelled by the value
+                values = col.map(lambda v: MISSING if pd.isna(v) else _fmt_num(v))
             else:
-                cuts = quantile_cuts(present.tolist(), quantile_bins, integer)
-            integer = integer and all(float(c).is_integer() for c in cuts)
-            names_of = list(labels) if labels is not None else bin_labels(cuts, integer)
-            values = _numeric(col, cuts, names_of)
-            used_bins[name] = cuts
+                if bins is not None:
+                    cuts = [_num(b) for b in bins]
+                else:
+                    cuts = quantile_cuts(present.tolist(), quantile_bins, integer)
+                integer = integer and all(float(c).is_integer() for c in cuts)
+                names_of = list(labels) if labels is not None else bin_labels(cuts, integer)
+                values = _numeric(col, cuts, names_of)
+                used_bins[name] = cuts
         else:
             values = _categorical(col)
         n_buckets = values.nunique()
