@@ -345,3 +345,31 @@ def test_headline_measure_takes_the_smallest_k():
     assert headline_measure(names) == "retrieval/ndcg@5"
     assert headline_measure(["retrieval/rr", "retrieval/ap"]) == "retrieval/ap"
     assert headline_measure(["judge/faithfulness"]) is None
+
+
+def test_summary_of_an_older_metrics_file():
+    """`ragrig summary` on a metrics.json written before the new counts and slice notes."""
+    metrics = {
+        "counts": {
+            "queries": 3,
+            "answerable": 2,
+            "no_gold": 1,
+            "missing_runs": 0,
+            "generated": 0,
+            "generation_status": {},
+            "judgment_status": {},
+        },
+        "retrieval": {"ndcg@10": 0.5},
+        "judge": {"n_scored": 0, "no_claims": 0},
+        "latency_ms": {},
+        "cost_usd_per_query": {"mean": 0.0, "prices_as_of": "x"},
+        "slices": {
+            "n_gold": {"0": {"n_queries": 1}, "1": {"retrieval/ndcg@10": 0.5, "n_queries": 2}}
+        },
+    }
+    lines = format_summary(metrics).splitlines()
+    assert lines[0] == "queries 3 (answerable 2, no gold 1, missing runs 0)"
+    assert lines[-2:] == [
+        "  0                  n=1     n/a      n/a",
+        "  1                  n=2     0.5000   n/a",
+    ]

@@ -43,15 +43,21 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             f"generate={params.get('generate', {}).get('method')}"
         )
     c = metrics["counts"]
-    lines.append(
-        f"queries {c['queries']}: scored {c['scored']}, unjudged (no qrels) {c['unjudged']}, "
-        f"no positive judgment {c['no_positive']}, missing runs {c['missing_runs']}"
-        + (
-            f" ({c.get('missing_runs_scored', 0)} of them scored as empty rankings)"
-            if c["missing_runs"]
-            else ""
+    if "scored" in c:
+        lines.append(
+            f"queries {c['queries']}: scored {c['scored']}, unjudged (no qrels) {c['unjudged']}, "
+            f"no positive judgment {c['no_positive']}, missing runs {c['missing_runs']}"
+            + (
+                f" ({c.get('missing_runs_scored', 0)} of them scored as empty rankings)"
+                if c["missing_runs"]
+                else ""
+            )
         )
-    )
+    else:  # a metrics.json written before these counts existed
+        lines.append(
+            f"queries {c['queries']} (answerable {c['answerable']}, no gold {c['no_gold']}, "
+            f"missing runs {c['missing_runs']})"
+        )
     lines.append("")
     lines.append(
         "retrieval (document level)      " + "  ".join(f"{m:>10}" for m in metrics["retrieval"])
