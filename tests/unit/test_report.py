@@ -10,27 +10,35 @@ import pandas as pd
 import pytest
 
 from ragrig.config import validate_section
+from ragrig.errors import ConfigError
 from ragrig.metrics.aggregate import (
     aggregate,
-    bucket_length,
-    bucket_n_gold,
     flatten,
     mlflow_key,
     quantiles,
+    slice_columns,
 )
 from ragrig.report import ReportInputs, build_report
 from ragrig.report.tracking import flatten_params, project_root, tracking_uri
 
 
-def test_buckets():
-    assert [bucket_n_gold(n) for n in (0, 1, 2, 5)] == ["0", "1", "2", "3+"]
-    assert [bucket_length(n, [10, 16]) for n in (3, 10, 15, 16, 40)] == [
-        "<10",
-        "10-15",
-        "10-15",
-        ">=16",
-        ">=16",
-    ]
+def test_default_slices_keep_the_scifact_buckets():
+    """The configured defaults give the buckets that used to be fixed in code."""
+    cfg = validate_section("report", {})
+    queries = pd.DataFrame(
+        {
+            "qid": [f"q{i}" for i in range(5)],
+            "claim_label": ["SUPPORT", "CONTRADICT", "SUPPORT", "NOT_ENOUGH_INFO", "SUPPORT"],
+            "n_gold": [0, 1, 2, 5, 3],
+            "n_words": [3, 10, 15, 16, 40],
+        }
+    )
+    s = slice_columns(queries, cfg.slices)
+    assert s.names == ["claim_label", "n_gold", "query_length"]
+    assert s.columns["n_gold"].tolist() == ["0", "1", "2", "3+", "3+"]
+    assert s.columns["query_length"].tolist() == ["<10", "10-15", "10-15", ">=16", ">=16"]
+    assert s.bins == {"n_gold": [1, 2, 3], "query_length": [10, 16]}
+    assert s.dropped == {}
 
 
 def test_mlflow_keys_are_legal():
@@ -148,9 +156,13 @@ def test_build_report_end_to_end_values():
     m = rep.metrics
     assert m["counts"] == {
         "queries": 3,
+        "scored": 2,
+        "unjudged": 0,
+        "no_positive": 1,
+        "missing_runs": 1,
+        "missing_runs_scored": 0,
         "answerable": 2,
         "no_gold": 1,
-        "missing_runs": 1,
         "generated": 2,
         "generation_status": {"ok": 2, "empty": 0, "error": 0},
         "judgment_status": {
@@ -180,10 +192,23 @@ def test_build_report_end_to_end_values():
     assert json.loads(json.dumps(m)) == m
 
 
-def test_missing_price_is_an_error():
+def test_missing_price_is_a_config_error_naming_the_key():
     cfg = validate_section("report", {"k_values": [10]})
-    with pytest.raises(KeyError, match="no price for model 'api-model'"):
+    with pytest.raises(ConfigError) as err:
         build_report(_inputs(), cfg)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("no price for model 'api-model': add 'api-model' under report.prices")
+
+
+def test_missing_prices():
+    from ragrig.report.config import missing_prices
+
+    free = {"input_per_mtok": 0.0, "output_per_mtok": 0.0}
+    cfg = validate_section("report", {"prices": {"extractive": free}})
+    assert missing_prices("gpt-4o-mini", cfg.prices) == ["gpt-4o-mini"]
+    assert missing_prices("extractive", cfg.prices) == []
+    assert missing_prices("extractive", {"extractive": free}) == []  # raw params work too
 
 
 def test_tracking_uri_resolution(monkeypatch, tmp_path):
@@ -212,7 +237,10 @@ def test_console_summary_orders_buckets_naturally_and_shows_counts():
     metrics = build_report(_inputs(), cfg).metrics
     text = format_summary(json.loads(json.dumps(metrics, sort_keys=True)))
     lines = text.splitlines()
-    assert lines[0] == "queries 3 (answerable 2, no gold 1, missing runs 1)"
+    assert lines[0] == (
+        "queries 3: scored 2, unjudged (no qrels) 0, no positive judgment 1, missing runs 1"
+        " (0 of them scored as empty rankings)"
+    )
     lengths = [
         ln.split()[0]
         for ln in lines[

@@ -8,8 +8,17 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.metrics.aggregate import aggregate, cost_usd, quantiles, slice_columns
+from ragrig.errors import ConfigError, DataValidationError
+from ragrig.metrics.aggregate import (
+    Slices,
+    aggregate,
+    cost_usd,
+    quantiles,
+    slice_columns,
+    slice_value_key,
+)
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
+from ragrig.report.config import missing_prices, price_hint
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
@@ -42,6 +51,11 @@ def _long(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
 
 def build_report(inp: ReportInputs, cfg: Any) -> Report:
     """Compute every report table from the stage outputs (pure: no I/O, no MLflow)."""
+    unknown = sorted(set(inp.qrels["qid"]) - set(inp.queries["qid"]))
+    if unknown:
+        raise DataValidationError(
+            f"qrels name {len(unknown)} query id(s) missing from the queries table: {unknown[:10]}"
+        )
     qrels = qrels_from_table(inp.qrels)
     measures = measure_names(cfg.k_values)
     final = per_query(rankings_from_run(inp.reranked), qrels, measures)
@@ -67,14 +81,15 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         )
 
     gens = inp.generations
-    price = cfg.prices
-    costs = []
-    for g in gens.itertuples(index=False):
-        if g.model not in price:
-            raise KeyError(
-                f"no price for model {g.model!r} in report.prices (as of {cfg.prices_as_of})"
-            )
-        costs.append(cost_usd(g.prompt_tokens, g.completion_tokens, price[g.model]))
+    for model in sorted(set(gens["model"])):
+        if missing_prices(model, cfg.prices):
+            raise ConfigError(price_hint(model, cfg.prices_as_of))
+    costs = [
+        cost_usd(p, c, cfg.prices[m])
+        for m, p, c in zip(
+            gens["model"], gens["prompt_tokens"], gens["completion_tokens"], strict=True
+        )
+    ]
     gens = gens.assign(cost_usd=costs)
     ok = gens[gens["status"] == "ok"]
     for col, name in [
@@ -106,9 +121,15 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
 
     long = pd.concat([p for p in parts if len(p)], ignore_index=True)
     long = long.sort_values(["measure", "qid"], kind="mergesort").reset_index(drop=True)
-    slices = slice_columns(inp.queries, cfg.slices, cfg.query_length_bins)
-    agg = aggregate(long, slices, cfg.slices)
-    per_query_table = long.merge(slices, on="qid", how="left")
+    slices = slice_columns(
+        inp.queries,
+        cfg.slices,
+        quantile_bins=cfg.quantile_bins,
+        max_categories=cfg.max_categories,
+        metadata_prefix=cfg.metadata_prefix,
+    )
+    agg = aggregate(long, slices.columns, slices.names)
+    per_query_table = long.merge(slices.columns, on="qid", how="left")
 
     latency = pd.concat(
         [
@@ -135,18 +156,44 @@ def _means(
     return {m[len(prefix) :]: float(v) for m, v in zip(sel["measure"], sel["mean"], strict=True)}
 
 
-def _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j) -> dict[str, Any]:
-    n_queries = len(inp.queries)
-    answerable = int((inp.queries["n_gold"] > 0).sum())
+def query_counts(queries: pd.DataFrame, qrels: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
+    """How many queries were scored (a judgment > 0), unjudged (no qrels row), no-positive
+    (judged, every judgment <= 0) and without a run (scored as an empty ranking if answerable)."""
+    qids = list(queries["qid"])
+    judged = set(qrels["qid"])
+    positive = set(qrels.loc[qrels["relevance"] > 0, "qid"])
+    has_run = set(run["qid"])
+    scored = sum(1 for q in qids if q in positive)
+    unjudged = sum(1 for q in qids if q not in judged)
+    return {
+        "queries": len(qids),
+        "scored": scored,
+        "unjudged": unjudged,
+        "no_positive": len(qids) - scored - unjudged,
+        "missing_runs": sum(1 for q in qids if q not in has_run),
+        "missing_runs_scored": sum(1 for q in qids if q in positive and q not in has_run),
+    }
+
+
+def _metrics_tree(
+    inp: ReportInputs,
+    cfg: Any,
+    agg: pd.DataFrame,
+    slices: Slices,
+    lane_means: dict[str, dict[str, float]],
+    latency: pd.DataFrame,
+    gens: pd.DataFrame,
+    j: pd.DataFrame,
+) -> dict[str, Any]:
+    counts = query_counts(inp.queries, inp.qrels, inp.retrieved)
     gen_status = {s: int((gens["status"] == s).sum()) for s in GENERATION_STATUSES}
     judge_status = {s: int((j["status"] == s).sum()) for s in JUDGMENT_STATUSES}
-    retrieved_q = set(inp.retrieved["qid"])
     tree: dict[str, Any] = {
         "counts": {
-            "queries": n_queries,
-            "answerable": answerable,
-            "no_gold": n_queries - answerable,
-            "missing_runs": int(sum(1 for q in inp.queries["qid"] if q not in retrieved_q)),
+            **counts,
+            # earlier names, kept for existing readers: answerable == scored
+            "answerable": counts["scored"],
+            "no_gold": counts["unjudged"] + counts["no_positive"],
             "generated": int(len(gens)),
             "generation_status": gen_status,
             "judgment_status": judge_status,
@@ -165,26 +212,29 @@ def _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j) -> dict[s
             for stage, g in latency.groupby("stage", sort=True)
         },
         "cost_usd_per_query": {
-            "mean": float(gens["cost_usd"].mean()) if len(gens) else 0.0,
+            "mean": float(gens["cost_usd"].mean()) if len(gens) else None,
             **quantiles(gens["cost_usd"].tolist(), [0.5, 0.99]),
             "prices_as_of": cfg.prices_as_of,
         },
         "slices": {},
+        "slice_bins": {name: list(cuts) for name, cuts in slices.bins.items()},
+        "slices_dropped": dict(slices.dropped),
     }
     if inp.ann is not None and len(inp.ann):
         tree["ann"] = {**_means(agg, "ann/"), **(inp.ann_timing or {})}
-    for name in cfg.slices:
+    table = slices.columns
+    for name in slices.names:
         sel = agg[agg["slice"] == name]
         tree["slices"][name] = {}
         # every value present among the queries, also one with nothing measurable (e.g. no gold)
-        for value in sorted(slices[name].unique()):
+        for value in sorted(table[name].unique(), key=slice_value_key):
             g = sel[sel["slice_value"] == value]
             entry = {
                 m: float(v)
                 for m, v in zip(g["measure"], g["mean"], strict=True)
                 if m.startswith(("retrieval/", "judge/"))
             }
-            entry["n_queries"] = int((slices[name] == value).sum())
+            entry["n_queries"] = int((table[name] == value).sum())
             judged = g.loc[g["measure"] == "judge/faithfulness", "n"]
             entry["n_judged"] = int(judged.iloc[0]) if len(judged) else 0
             tree["slices"][name][str(value)] = entry

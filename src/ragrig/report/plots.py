@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragrig.metrics.aggregate import slice_value_key, stage_key
+from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_key
 
 
 def write_plots(report: Any, folder: Path) -> list[Path]:
@@ -17,9 +17,7 @@ def write_plots(report: Any, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     agg = report.slices
-    ndcg = next(
-        (m for m in sorted(agg["measure"].unique()) if m.startswith("retrieval/ndcg@")), None
-    )
+    ndcg = headline_measure(agg.loc[agg["slice"] == "all", "measure"])
     if ndcg:
         sel = agg[(agg["measure"] == ndcg) & (agg["slice"] != "all")]
         order = sorted(

@@ -4,11 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.metrics.aggregate import slice_value_key, stage_key
+from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_key
+
+NA = "n/a"  # a value with nothing measurable: never printed as 0
 
 
 def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def _cell(v: Any, width: int = 10, sign: bool = False) -> str:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return f"{NA:>{width}}"
+    return f"{v:>+{width}.4f}" if sign else f"{v:>{width}.4f}"
+
+
+def slice_measure(metrics: dict[str, Any]) -> str | None:
+    """The retrieval measure shown per slice value, chosen from the whole-set values (never
+    from one slice value, which may have nothing measurable), else from every slice value."""
+    whole = [f"retrieval/{m}" for m in metrics.get("retrieval", {})]
+    every = (
+        m
+        for values in metrics.get("slices", {}).values()
+        for entry in values.values()
+        for m in entry
+    )
+    return headline_measure(whole) or headline_measure(every)
 
 
 def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None) -> str:
@@ -22,26 +43,35 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             f"generate={params.get('generate', {}).get('method')}"
         )
     c = metrics["counts"]
-    lines.append(
-        f"queries {c['queries']} (answerable {c['answerable']}, no gold {c['no_gold']}, missing runs {c['missing_runs']})"
-    )
+    if "scored" in c:
+        lines.append(
+            f"queries {c['queries']}: scored {c['scored']}, unjudged (no qrels) {c['unjudged']}, "
+            f"no positive judgment {c['no_positive']}, missing runs {c['missing_runs']}"
+            + (
+                f" ({c.get('missing_runs_scored', 0)} of them scored as empty rankings)"
+                if c["missing_runs"]
+                else ""
+            )
+        )
+    else:  # a metrics.json written before these counts existed
+        lines.append(
+            f"queries {c['queries']} (answerable {c['answerable']}, no gold {c['no_gold']}, "
+            f"missing runs {c['missing_runs']})"
+        )
     lines.append("")
     lines.append(
         "retrieval (document level)      " + "  ".join(f"{m:>10}" for m in metrics["retrieval"])
     )
-    lines.append(
-        f"  {'final':<30}" + "  ".join(f"{v:>10.4f}" for v in metrics["retrieval"].values())
-    )
+    lines.append(f"  {'final':<30}" + "  ".join(_cell(v) for v in metrics["retrieval"].values()))
     for lane, vals in metrics.get("lanes", {}).items():
         lines.append(
-            f"  {'lane ' + lane:<30}"
-            + "  ".join(f"{vals.get(m, 0.0):>10.4f}" for m in metrics["retrieval"])
+            f"  {'lane ' + lane:<30}" + "  ".join(_cell(vals.get(m)) for m in metrics["retrieval"])
         )
     if metrics.get("rerank"):
         lines.append(
             f"  {'rerank delta':<30}"
             + "  ".join(
-                f"{metrics['rerank'].get('delta_' + m, 0.0):>+10.4f}" for m in metrics["retrieval"]
+                _cell(metrics["rerank"].get("delta_" + m), sign=True) for m in metrics["retrieval"]
             )
         )
     if "ann" in metrics:
@@ -75,17 +105,26 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             + "  ".join(f"{qs.get(q, float('nan')):>9.2f}" for q in ("p50", "p95", "p99"))
         )
     cost = metrics["cost_usd_per_query"]
-    lines.append(f"cost per query: ${cost['mean']:.6f} mean (prices as of {cost['prices_as_of']})")
+    mean = f"${cost['mean']:.6f}" if isinstance(cost.get("mean"), float | int) else NA
+    lines.append(f"cost per query: {mean} mean (prices as of {cost['prices_as_of']})")
+    key = slice_measure(metrics)
     for name, values in metrics.get("slices", {}).items():
         lines.append("")
-        key = next(
-            (k for k in next(iter(values.values()), {}) if k.startswith("retrieval/ndcg@")), None
+        bins = metrics.get("slice_bins", {}).get(name)
+        lines.append(
+            f"slice {name}: n, {key or 'no retrieval measure'}, judge/faithfulness"
+            + (f"  (cut points {bins})" if bins else "")
         )
-        lines.append(f"slice {name}: n, {key}, judge/faithfulness")
         for value, entry in sorted(values.items(), key=lambda kv: slice_value_key(kv[0])):
+            v = entry.get(key) if key else None
             f = entry.get("judge/faithfulness")
             lines.append(
-                f"  {value:<18} n={entry['n_queries']:<5} {entry.get(key, 0.0):.4f}   "
-                + (f"{f:.4f} (n={entry['n_judged']})" if f is not None else "n/a")
+                f"  {value:<18} n={entry['n_queries']:<5} {_cell(v, 6).strip():<8} "
+                + (f"{f:.4f} (n={entry['n_judged']})" if f is not None else NA)
             )
+    dropped = metrics.get("slices_dropped", {})
+    if dropped:
+        lines.append("")
+    for name, reason in dropped.items():
+        lines.append(f"slice {name} dropped: {reason}")
     return "\n".join(lines)
