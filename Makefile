@@ -13,7 +13,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params clean
+.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params
 
 setup: $(STAMP)
 
