@@ -19,7 +19,7 @@ from ragrig.generate import (
     sample_queries,
 )
 from ragrig.generate.extractive import REFUSAL, ExtractiveGenerator
-from ragrig.generate.prompt import SYSTEM_PROMPT, chat_messages
+from ragrig.generate.prompt import SYSTEM_PROMPT, chat_messages, read_completion
 
 CONTEXT = [
     "Mars has two moons, Phobos and Deimos. Mars is red.",
@@ -135,6 +135,15 @@ def test_chat_messages_number_passages_from_one():
         assert (
             validate_section("generate", {"method": method, **extra}).system_prompt == SYSTEM_PROMPT
         )
+
+
+def test_read_completion_text_and_usage():
+    usage = {"prompt_tokens": 31, "completion_tokens": 4}
+    reply = {"choices": [{"message": {"content": "Two [1]."}}], "usage": usage}
+    assert read_completion(reply) == Generation("Two [1].", 31, 4)
+    assert read_completion({"choices": [{"message": {"content": None}}]}) == Generation("")
+    with pytest.raises(KeyError):
+        read_completion({"error": "overloaded"})
 
 
 def test_assemble_contexts_top_n_by_rank_for_sampled_queries():

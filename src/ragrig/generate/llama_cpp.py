@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.generate import Generation
-from ragrig.generate.prompt import chat_messages
+from ragrig.generate.prompt import chat_messages, read_completion
 from ragrig.models import resolve_model
 
 
@@ -61,10 +61,4 @@ class LlamaCppGenerator:
         return resp
 
     def generate(self, question: str, passages: list[str]) -> Generation:
-        resp = self.chat(chat_messages(self.system_prompt, question, passages))
-        usage = resp.get("usage", {})
-        return Generation(
-            text=resp["choices"][0]["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
+        return read_completion(self.chat(chat_messages(self.system_prompt, question, passages)))

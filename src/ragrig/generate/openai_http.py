@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ragrig.generate import Generation, redact
-from ragrig.generate.prompt import chat_messages
+from ragrig.generate.prompt import chat_messages, read_completion
 
 BODY_CHARS = 300  # of an error response kept in the message, after redaction
 
@@ -83,11 +83,6 @@ class OpenAIHttpGenerator:
         if resp.status_code != 200:
             raise self._failure(f"answered HTTP {resp.status_code}", resp.text)
         try:
-            data = resp.json()
-            text = data["choices"][0]["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError, TypeError):
+            return read_completion(resp.json())
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise self._failure("returned a malformed completion", resp.text) from None
-        usage = data.get("usage") or {}
-        return Generation(
-            text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
-        )
