@@ -14,7 +14,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params clean
+.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params
 
 setup: $(STAMP)
 

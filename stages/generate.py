@@ -13,7 +13,7 @@ def main() -> None:
     rt = load_section("runtime", args.params)
     stage.apply_runtime(rt.seed, rt.threads)
 
-    from ragrig.generate import generate_all, make_generator, sample_queries
+    from ragrig.generate import assemble_contexts, generate_all, make_generator, sample_queries
     from ragrig.io import atomic_dir, read_table, write_json, write_table
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
@@ -21,10 +21,10 @@ def main() -> None:
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     run = read_table(rerank_dir / "run.parquet", "run")
-    text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
     qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, rt.seed)
-    top = run[run["qid"].isin(qids) & (run["rank"] <= cfg.n_passages)].sort_values(["qid", "rank"])
-    contexts = {q: [(c, text[c]) for c in g["chunk_id"]] for q, g in top.groupby("qid", sort=True)}
+    contexts = assemble_contexts(
+        run, dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), qids, cfg.n_passages
+    )
     generator = make_generator(cfg, seed=rt.seed, threads=rt.threads)
     gens = generate_all(
         generator,

@@ -18,10 +18,9 @@ def main() -> None:
 
     from ragrig.config import validate_section
     from ragrig.index import SPARSE_INDEXES
-    from ragrig.index.dense import is_exact, set_search_params
     from ragrig.io import atomic_dir, read_json, read_table, write_json, write_table
     from ragrig.registry import resolve
-    from ragrig.retrieve import ann_recall, lanes_of, retrieve_all
+    from ragrig.retrieve import check_ann, lanes_of, retrieve_all
 
     parse_dir, chunk_dir, embed_dir, index_dir = args.inputs
     cfg = load_section("retrieve", args.params)
@@ -51,19 +50,14 @@ def main() -> None:
         chunks["doc_id"].to_numpy(),
         chunks["chunk_id"].to_numpy(),
     )
-    summary = {"method": cfg.method, "queries": len(queries), "exact_dense": None}
-    ann = None
-    if dense is not None and not is_exact(dense):
-        exact = faiss.IndexFlatIP(dense.d)
-        exact.add(np.load(embed_dir / "chunks.npy"))
-        set_search_params(dense, cfg.ef_search, cfg.nprobe)
-        # at the reported k, and at the depth each lane actually fetches
-        ks = sorted({cfg.ann_recall_k, cfg.chunk_depth})
-        ann, timing = ann_recall(dense, exact, queries["qid"].tolist(), qvecs, ks)
-        means = ann.groupby("k")["recall"].mean()
-        summary.update(exact_dense=False, ann_recall_mean=float(means[cfg.ann_recall_k]), **timing)
-    elif dense is not None:
-        summary["exact_dense"] = True
+    ann, ann_fields = check_ann(
+        cfg,
+        dense,
+        np.load(embed_dir / "chunks.npy", mmap_mode="r"),
+        queries["qid"].tolist(),
+        qvecs,
+    )
+    summary = {"method": cfg.method, "queries": len(queries), **ann_fields}
     with atomic_dir(args.out) as out:
         write_table(run, out / "run.parquet", "run")
         write_table(lane_runs, out / "lanes.parquet", "lanes")

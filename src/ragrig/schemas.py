@@ -90,7 +90,7 @@ SCHEMAS: dict[str, Schema] = {
 }
 
 GENERATION_STATUSES = ("ok", "empty", "error")
-JUDGMENT_STATUSES = ("scored", "no_claims", "invalid", "timeout", "error", "skipped")
+JUDGMENT_STATUSES = ("scored", "no_claims", "invalid", "error", "skipped")
 
 
 def _kind_ok(series: pd.Series, kind: str) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ragrig.errors import RagrigError
+from ragrig.paths import project_root
 
 ENV_STAGE_LOG = "RAGRIG_STAGE_LOG"
 
@@ -47,8 +48,6 @@ def apply_torch_runtime(seed: int, threads: int) -> None:
 
 
 def stage_log_path() -> Path:
-    from ragrig.report.tracking import project_root
-
     if os.environ.get(ENV_STAGE_LOG):
         return Path(os.environ[ENV_STAGE_LOG])
     return project_root(Path.cwd()) / ".ragrig" / "stage_log.jsonl"

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from ragrig.config import validate_section
-from ragrig.generate import Generation, citations, generate_all, make_generator, sample_queries
+from ragrig.errors import SchemaError
+from ragrig.generate import (
+    Generation,
+    assemble_contexts,
+    citations,
+    generate_all,
+    make_generator,
+    redact,
+    sample_queries,
+)
 from ragrig.generate.extractive import REFUSAL, ExtractiveGenerator
+from ragrig.generate.prompt import SYSTEM_PROMPT, chat_messages, read_completion
 
 CONTEXT = [
     "Mars has two moons, Phobos and Deimos. Mars is red.",
@@ -61,6 +72,98 @@ def test_generate_all_counts_errors_and_empty_answers():
     assert rows.loc["c", "status"] == "empty"
     assert json.loads(rows.loc["c", "contexts"]) == ["long"]  # truncated as the generator saw it
     assert rows["prompt_tokens"].tolist() == [3, 0, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.DEF-123", "Authorization: [REDACTED]"),
+        (
+            "{'authorization': 'Basic dXNlcjpwYXNz', 'Accept': '*/*'}",
+            "{'authorization': '[REDACTED]', 'Accept': '*/*'}",
+        ),
+        ('"Authorization":"tok_42"}', '"Authorization":"[REDACTED]"}'),
+        ("sent bearer eyJhbGciOi.x.y to host", "sent bearer [REDACTED] to host"),
+        ('{"api_key": "k-99", "model": "m"}', '{"api_key": "[REDACTED]", "model": "m"}'),
+        (
+            "GET /v1?apikey=zzz&x=1 X-API-Key: qqq",
+            "GET /v1?apikey=[REDACTED]&x=1 X-API-Key: [REDACTED]",
+        ),
+        ("key sk-proj-AbCdEf012345 rejected", "key [REDACTED] rejected"),
+        ("risk-free task-based sk-short", "risk-free task-based sk-short"),
+        ("Unauthorized: no such model", "Unauthorized: no such model"),
+    ],
+)
+def test_redact_shapes_of_secrets(text, expected):
+    assert redact(text) == expected
+
+
+def test_redact_exact_configured_values_longest_first():
+    assert redact("echo mysecret and mysecret2", ["mysecret", "mysecret2", ""]) == (
+        "echo [REDACTED] and [REDACTED]"
+    )
+
+
+class _Leaky:
+    model_name = "leaky"
+    secrets = ("hunter2-key",)
+
+    def generate(self, question, passages):
+        raise RuntimeError("proxy said: token hunter2-key, Authorization: Bearer other-1")
+
+
+def test_generate_all_stores_errors_redacted():
+    df = generate_all(_Leaky(), ["a"], {"a": "q"}, {"a": []}, 10, progress=False)
+    assert df["error"].tolist() == [
+        "RuntimeError: proxy said: token [REDACTED], Authorization: [REDACTED]"
+    ]
+
+
+def test_chat_messages_number_passages_from_one():
+    assert chat_messages("Be brief.", "Moons?", ["A b.", "C d."]) == [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": "Passages:\n[1] A b.\n[2] C d.\n\nQuestion or claim: Moons?\n"
+            "Answer using only the passages, citing them like [1].",
+        },
+    ]
+    for method in ("llama_cpp", "openai_http"):
+        extra = (
+            {"base_url": "http://127.0.0.1:9/v1", "model": "m"} if method == "openai_http" else {}
+        )
+        assert (
+            validate_section("generate", {"method": method, **extra}).system_prompt == SYSTEM_PROMPT
+        )
+
+
+def test_read_completion_text_and_usage():
+    usage = {"prompt_tokens": 31, "completion_tokens": 4}
+    reply = {"choices": [{"message": {"content": "Two [1]."}}], "usage": usage}
+    assert read_completion(reply) == Generation("Two [1].", 31, 4)
+    assert read_completion({"choices": [{"message": {"content": None}}]}) == Generation("")
+    with pytest.raises(KeyError):
+        read_completion({"error": "overloaded"})
+
+
+def test_assemble_contexts_top_n_by_rank_for_sampled_queries():
+    run = pd.DataFrame(
+        {
+            "qid": ["q2", "q1", "q1", "q1", "q1", "q3"],
+            "doc_id": ["d1", "d4", "d1", "d2", "d3", "d1"],
+            "chunk_id": ["d1#0", "d4#0", "d1#0", "d2#1", "d3#0", "d1#0"],
+            "score": [0.9, 0.1, 0.9, 0.5, 0.3, 0.9],
+            "rank": [1, 4, 1, 2, 3, 1],
+        }
+    )
+    text = {"d1#0": "one", "d2#1": "two", "d3#0": "three", "d4#0": "four"}
+    assert assemble_contexts(run, text, ["q1", "q2", "q9"], n_passages=3) == {
+        "q1": [("d1#0", "one"), ("d2#1", "two"), ("d3#0", "three")],
+        "q2": [("d1#0", "one")],
+        "q9": [],
+    }
+    with pytest.raises(SchemaError, match="'q1' ranks chunk 'd2#1'"):
+        assemble_contexts(run, {"d1#0": "one"}, ["q1"], n_passages=2)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from ragrig.config import validate_section
 from ragrig.errors import ConfigError
-from ragrig.generate import generate_all, make_generator
+from ragrig.generate import REDACTED, generate_all, make_generator
 
 CONTEXT = ["Mars has two moons, Phobos and Deimos.", "Curiosity landed on Mars in 2012."]
 
@@ -108,3 +108,59 @@ def test_timeouts_bad_json_and_http_errors_are_counted(server):
     assert rows[0]["error"].startswith("TimeoutError: no answer from")
     assert "malformed completion" in rows[1]["error"]
     assert "HTTP 500" in rows[2]["error"] and "upstream exploded" in rows[2]["error"]
+
+
+@pytest.fixture(scope="module")
+def echo_server():
+    """Answers every request with HTTP 500 and a body echoing the request headers and body,
+    as a misconfigured proxy or debug server does."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            echo = f"bad request; headers {dict(self.headers)!r}; body {body}"
+            if self.path.startswith("/long"):  # the bare key across the 300th character
+                echo = "x" * 296 + self.headers["Authorization"].split()[-1] + " trailing"
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(echo.encode())
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("key", ["sk-live-0123456789abcdefXYZ", "plain-token-7Q2w9e"])
+def test_echoed_key_never_reaches_the_error_column(echo_server, monkeypatch, key):
+    monkeypatch.setenv("RAGRIG_TEST_KEY", key)
+    gen = make_generator(
+        _cfg(echo_server + "/v1", api_key_env="RAGRIG_TEST_KEY"), seed=0, threads=1
+    )
+    with pytest.raises(RuntimeError) as raised:
+        gen.generate("Moons?", CONTEXT)
+    row = generate_all(
+        gen, ["q"], {"q": "Moons?"}, {"q": [("d#0", CONTEXT[0])]}, 500, progress=False
+    ).iloc[0]
+    for text in (str(raised.value), row["error"]):
+        assert key not in text and key[:8] not in text
+        assert "answered HTTP 500: bad request; headers {" in text
+        assert f"'Authorization': '{REDACTED}'" in text
+    assert row["status"] == "error" and row["error"].startswith("RuntimeError: http://127.0.0.1:")
+
+
+def test_key_is_redacted_before_the_body_is_cut(echo_server, monkeypatch):
+    """Cutting first would keep a fragment of the key that no exact match can find."""
+    key = "plain-token-7Q2w9e"
+    monkeypatch.setenv("RAGRIG_TEST_KEY", key)
+    gen = make_generator(
+        _cfg(echo_server + "/long", api_key_env="RAGRIG_TEST_KEY"), seed=0, threads=1
+    )
+    with pytest.raises(RuntimeError) as raised:
+        gen.generate("Moons?", CONTEXT)
+    assert str(raised.value).split("answered HTTP 500: ", 1)[1] == "x" * 296 + REDACTED[:4]

@@ -38,9 +38,7 @@ def test_refusal_has_no_claims():
 def test_partition_valid_and_empty(reference):
     ex = reference["judgment_partition"]
     v = ex["valid"]
-    verdict = Verdict(
-        v["extracted"], v["supported"], v["unsupported"], failure_mode=v["failure_mode"]
-    )
+    verdict = Verdict(v["extracted"], v["supported"], v["unsupported"])
     assert (verdict.outcome, verdict.score) == (v["outcome"], v["expected_score"])
     e = ex["empty"]
     empty = Verdict(e["extracted"], e["supported"], e["unsupported"])
@@ -60,11 +58,58 @@ def test_blank_claims_rejected(blank):
         Verdict([blank], [blank], [])
 
 
-def test_partition_rejects_missing_and_unknown_modes():
+def test_partition_rejects_missing_claims():
     with pytest.raises(InvalidVerdict, match="cover"):
         Verdict(["a claim", "b claim"], ["a claim"], [])
-    with pytest.raises(InvalidVerdict, match="failure mode"):
-        Verdict(["a claim"], ["a claim"], [], failure_mode="made_up")
+
+
+ASPIRIN = ["Aspirin reduces fever in adults. The usual dose is not given here."]
+
+
+@pytest.mark.parametrize(
+    ("answer", "claims"),
+    [
+        (
+            "The passages do not mention dosage, but aspirin reduces fever.",
+            ["aspirin reduces fever"],
+        ),
+        (
+            "However, the passages do not mention dosage; aspirin reduces fever [1].",
+            ["aspirin reduces fever"],
+        ),
+        (
+            "Aspirin reduces fever [1], however the passages do not provide a dose.",
+            ["Aspirin reduces fever"],
+        ),
+        (
+            "There is not enough information on dosage, although aspirin reduces fever. "
+            "Aspirin cures influenza.",
+            ["aspirin reduces fever", "Aspirin cures influenza"],
+        ),
+    ],
+)
+def test_claim_behind_a_refusal_phrase_is_still_scored(answer, claims):
+    verdict = OverlapJudge().judge("Does aspirin help?", answer, ASPIRIN)
+    assert verdict.extracted == claims
+    assert verdict.outcome == "scored"
+    # "aspirin reduces fever" is in the context; "Aspirin cures influenza" is not
+    assert verdict.score == (1.0 if len(claims) == 1 else 0.5)
+
+
+def test_hidden_unsupported_claim_lowers_the_score():
+    answer = (
+        "Aspirin reduces fever [1]. The passages do not mention dosage, but aspirin cures gout."
+    )
+    verdict = OverlapJudge().judge("q", answer, ASPIRIN)
+    assert verdict.extracted == ["Aspirin reduces fever", "aspirin cures gout"]
+    assert verdict.unsupported == ["aspirin cures gout"]
+    assert verdict.score == 0.5  # 1.0 while the second sentence was dropped whole
+
+
+def test_sentence_that_is_only_a_refusal_stays_out():
+    answer = "The passages do not mention dosage. I cannot answer, but thanks."
+    verdict = OverlapJudge().judge("q", answer, ASPIRIN)
+    assert (verdict.extracted, verdict.outcome, verdict.reason) == ([], "no_claims", "refusal")
 
 
 class _Flaky:
@@ -109,7 +154,8 @@ def test_judge_failures_are_counted_not_dropped():
     out = judge_all(_Flaky(), pd.DataFrame(rows), qs, progress=False).set_index("qid")
     assert len(out) == 6
     assert out.loc["ok", "status"] == "scored" and out.loc["ok", "faithfulness"] == 1.0
-    assert out.loc["slow", "status"] == "timeout"
+    assert out.loc["slow", "status"] == "error"  # a timeout is an error, named as one
+    assert out.loc["slow", "error"] == "TimeoutError: judge timed out after 30 s"
     assert out.loc["bad", "status"] == "invalid"
     assert out.loc["boom", "status"] == "error" and "JSONDecodeError" in out.loc["boom", "error"]
     assert out.loc["gen_err", "status"] == "skipped"

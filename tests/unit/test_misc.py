@@ -67,3 +67,58 @@ def test_packaged_models_resolve_without_hub():
     assert resolve_model("org/some-hub-model") == "org/some-hub-model"
     with pytest.raises(KeyError):
         resolve_model("packaged:unknown")
+
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "ragrig"
+# A stage package may look down to these packages; every other cross-package import is sideways.
+LOOKS_DOWN_TO = {"parse": {"data"}, "retrieve": {"index"}, "report": {"metrics"}}
+ORCHESTRATORS = {"cli", "sweep"}  # top-level modules that drive the whole pipeline
+
+
+def _ragrig_imports(path: Path) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = (
+            [node.module]
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        found |= {n for n in names if n.split(".")[0] == "ragrig"}
+    return found
+
+
+def test_library_imports_only_look_down():
+    from ragrig.generate import GENERATORS
+
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    backends = {v.split(":")[0] for v in GENERATORS.values()}
+    sideways = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        own = parts[0] if len(parts) > 1 else None  # None: a top-level module
+        module = ".".join(("ragrig", *parts)).removesuffix(".__init__")
+        for name in sorted(_ragrig_imports(path)):
+            target = name.split(".")[1] if "." in name else None
+            allowed = ORCHESTRATORS if own is None else LOOKS_DOWN_TO.get(own, set())
+            if (
+                target in packages
+                and target != own
+                and (parts[0] if own is None else target) not in allowed
+            ):
+                sideways.append(f"{module} -> {name}")
+            if module in backends and name in backends - {module}:
+                sideways.append(f"{module} -> {name}")
+    assert sideways == []
+
+
+def test_project_root_from_an_experiment_copy(tmp_path):
+    from ragrig.paths import project_root
+
+    copy = tmp_path / "proj" / ".dvc" / "tmp" / "exps" / "tmpab12"
+    copy.mkdir(parents=True)
+    assert project_root(copy) == (tmp_path / "proj").resolve()
+    assert project_root(tmp_path) == tmp_path.resolve()

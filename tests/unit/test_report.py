@@ -169,7 +169,6 @@ def test_build_report_end_to_end_values():
             "scored": 1,
             "no_claims": 1,
             "invalid": 0,
-            "timeout": 0,
             "error": 0,
             "skipped": 0,
         },

@@ -9,7 +9,7 @@ import pytest
 from ragrig.config import validate_section
 from ragrig.index.dense import build_flat, build_hnsw, build_ivf
 from ragrig.index.sparse import Bm25sIndex, RankBm25Index
-from ragrig.retrieve import Hits, ann_recall, retrieve_all, to_documents
+from ragrig.retrieve import Hits, ann_recall, check_ann, retrieve_all, to_documents
 
 
 def test_document_score_is_best_chunk_and_ties_by_id():
@@ -77,6 +77,51 @@ def test_flat_search_recall_is_exact():
     flat = build_flat(vecs, None)
     table, _ = ann_recall(flat, build_flat(vecs, None), ["q"], vecs[:1], ks=[5])
     assert table["recall"].tolist() == [1.0]
+
+
+class _FixedAnn:
+    """An approximate index whose neighbours are given: rows [0, 1, 5, 3, 4, 2] for any query."""
+
+    d, ntotal, nprobe = 2, 6, 1
+
+    def search(self, queries, k):
+        rows = np.array([[0, 1, 5, 3, 4, 2][:k]] * len(queries))
+        return np.zeros(rows.shape, dtype=np.float32), rows
+
+
+def test_check_ann_recall_at_reported_k_and_lane_depth():
+    # exact order for the query (1, 0): rows 0..5 by falling inner product
+    chunks = np.array(
+        [[1, 0], [0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4], [0.5, 0.5]], dtype=np.float32
+    )
+    cfg = validate_section(
+        "retrieve", {"method": "dense", "ann_recall_k": 2, "chunk_depth": 4, "nprobe": 3}
+    )
+    ann = _FixedAnn()
+    table, fields = check_ann(cfg, ann, chunks, ["q"], np.array([[1, 0]], dtype=np.float32))
+    assert ann.nprobe == 3  # the configured search parameter, set before measuring
+    # top 2: {0, 1} vs {0, 1} -> 1.0; top 4: {0, 1, 5, 3} vs {0, 1, 2, 3} -> 0.75
+    assert table.to_dict("records") == [
+        {"qid": "q", "k": 2, "recall": 1.0},
+        {"qid": "q", "k": 4, "recall": 0.75},
+    ]
+    assert list(fields)[:2] == ["exact_dense", "ann_recall_mean"]
+    assert fields["exact_dense"] is False and fields["ann_recall_mean"] == 1.0
+    assert set(fields) == {"exact_dense", "ann_recall_mean", "approx_ms", "exact_ms"}
+
+    cfg_k4 = validate_section("retrieve", {"method": "dense", "ann_recall_k": 4, "chunk_depth": 4})
+    table, fields = check_ann(cfg_k4, ann, chunks, ["q"], np.array([[1, 0]], dtype=np.float32))
+    assert table["k"].tolist() == [4] and fields["ann_recall_mean"] == 0.75
+
+
+def test_check_ann_exact_or_absent_dense_index_has_no_table():
+    vecs = _vectors(n=10, d=4)
+    cfg = validate_section("retrieve", {"method": "dense"})
+    assert check_ann(cfg, build_flat(vecs, None), vecs, ["q"], vecs[:1]) == (
+        None,
+        {"exact_dense": True},
+    )
+    assert check_ann(cfg, None, vecs, ["q"], None) == (None, {"exact_dense": None})
 
 
 def test_ivf_rejects_more_lists_than_vectors():

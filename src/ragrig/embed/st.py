@@ -40,10 +40,6 @@ class SentenceTransformerEmbedder:
         clone.prefix = prefix
         return clone
 
-    @property
-    def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
-
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         if self.prefix:
             texts = [self.prefix + t for t in texts]

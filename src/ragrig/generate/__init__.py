@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,6 +21,8 @@ class Generation:
 
 
 class Generator(Protocol):
+    """A backend may also have `secrets` (e.g. its API key): redacted from every stored error."""
+
     model_name: str
 
     def generate(self, question: str, passages: list[str]) -> Generation:
@@ -47,6 +51,26 @@ def sample_queries(qids: list[str], max_queries: int | None, seed: int) -> list[
     return sorted(sorted(qids, key=key)[:max_queries])
 
 
+def assemble_contexts(
+    run: pd.DataFrame, chunk_text: Mapping[str, str], qids: list[str], n_passages: int
+) -> dict[str, list[tuple[str, str]]]:
+    """qid -> [(chunk_id, text)] of its best `n_passages` run rows, best (lowest rank) first.
+
+    Every qid in `qids` is a key (an empty list when the run has no row for it); a chunk id the
+    run names but `chunk_text` lacks is a SchemaError naming it.
+    """
+    from ragrig.errors import SchemaError
+
+    wanted = run[run["qid"].isin(set(qids))].sort_values(["qid", "rank"], kind="mergesort")
+    contexts: dict[str, list[tuple[str, str]]] = {q: [] for q in qids}
+    for qid, group in wanted.groupby("qid", sort=True):
+        for chunk_id in group["chunk_id"].head(n_passages):
+            if chunk_id not in chunk_text:
+                raise SchemaError(f"run: query {qid!r} ranks chunk {chunk_id!r}, not in chunks")
+            contexts[qid].append((chunk_id, chunk_text[chunk_id]))
+    return contexts
+
+
 def citations(answer: str, n_passages: int) -> list[int]:
     """Passage numbers cited, in order of first appearance, kept only if in range."""
     from ragrig.text import cited_numbers
@@ -58,8 +82,32 @@ def citations(answer: str, n_passages: int) -> list[int]:
     return seen
 
 
-def format_passages(passages: list[str]) -> str:
-    return "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, start=1))
+REDACTED = "[REDACTED]"
+_SECRET_PATTERNS = (
+    # an Authorization header or field, whatever its scheme: `Authorization: Bearer x`,
+    # `"authorization": "x"`, `authorization=x`
+    re.compile(
+        r"(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)"
+        r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;}&]+",
+        re.IGNORECASE,
+    ),
+    re.compile(r"(\bbearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE),
+    # api_key / api-key / apikey / x-api-key as a field, header or query parameter
+    re.compile(r"(\b(?:x-)?api[_-]?key\b[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}&]+", re.IGNORECASE),
+    # OpenAI-style secret keys: sk-..., sk-proj-...
+    re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with each exact secret value, and anything shaped like an Authorization value, an
+    api_key value or an `sk-` key, replaced by [REDACTED]. Applied to every error that is stored
+    or raised, so a server echoing the request cannot put the key into outputs or caches."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(rf"\g<1>{REDACTED}", text)
+    return text
 
 
 def generate_all(
@@ -76,6 +124,7 @@ def generate_all(
     """
     from tqdm import tqdm
 
+    secrets = tuple(getattr(generator, "secrets", ()))
     rows = []
     for qid in tqdm(qids, desc=f"generate {generator.model_name}", disable=not progress):
         ctx = contexts.get(qid, [])
@@ -97,7 +146,7 @@ def generate_all(
         try:
             gen = generator.generate(queries[qid], passages)
         except Exception as exc:  # counted as status=error in the report, never hidden
-            row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            row.update(status="error", error=redact(f"{type(exc).__name__}: {exc}", secrets))
         else:
             row.update(
                 answer=gen.text.strip(),

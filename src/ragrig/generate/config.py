@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ragrig.config import Section
+from ragrig.generate.prompt import SYSTEM_PROMPT
 
 
 class _GenerateBase(Section):
@@ -31,10 +32,7 @@ class GenerateLlamaCpp(_GenerateBase):
     n_ctx: int = Field(2048, gt=0)
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
-    system_prompt: str = (
-        "Answer the question using only the numbered passages. Cite passages like [1]. "
-        "If the passages do not contain the answer, say you cannot answer."
-    )
+    system_prompt: str = SYSTEM_PROMPT
 
 
 class GenerateOpenAIHttp(_GenerateBase):
@@ -47,7 +45,7 @@ class GenerateOpenAIHttp(_GenerateBase):
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
     timeout_s: float = Field(60.0, gt=0)
-    system_prompt: str = GenerateLlamaCpp.model_fields["system_prompt"].default
+    system_prompt: str = SYSTEM_PROMPT
 
 
 GenerateConfig = Annotated[

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.generate import Generation, format_passages
+from ragrig.generate import Generation
+from ragrig.generate.prompt import chat_messages, read_completion
 from ragrig.models import resolve_model
-
-USER_TEMPLATE = (
-    "Passages:\n{passages}\n\nQuestion or claim: {question}\n"
-    "Answer using only the passages, citing them like [1]."
-)
 
 
 class LlamaCppGenerator:
@@ -65,13 +61,4 @@ class LlamaCppGenerator:
         return resp
 
     def generate(self, question: str, passages: list[str]) -> Generation:
-        user = USER_TEMPLATE.format(passages=format_passages(passages), question=question)
-        resp = self.chat(
-            [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
-        )
-        usage = resp.get("usage", {})
-        return Generation(
-            text=resp["choices"][0]["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
+        return read_completion(self.chat(chat_messages(self.system_prompt, question, passages)))

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ragrig.generate import Generation, format_passages
-from ragrig.generate.llama_cpp import USER_TEMPLATE
+from ragrig.generate import Generation, redact
+from ragrig.generate.prompt import chat_messages, read_completion
+
+BODY_CHARS = 300  # of an error response kept in the message, after redaction
 
 
 class OpenAIHttpGenerator:
@@ -32,6 +34,8 @@ class OpenAIHttpGenerator:
         self.seed = seed
         self.timeout_s = timeout_s
         self.headers = {"Content-Type": "application/json"}
+        # Values removed from every error message this generator raises or generate_all stores.
+        self.secrets: tuple[str, ...] = ()
         if api_key_env:
             key = os.environ.get(api_key_env)
             if not key:
@@ -39,6 +43,7 @@ class OpenAIHttpGenerator:
 
                 raise ConfigError(f"generate.api_key_env names {api_key_env!r}, which is not set")
             self.headers["Authorization"] = f"Bearer {key}"
+            self.secrets = (key,)
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 1) -> OpenAIHttpGenerator:
@@ -53,16 +58,17 @@ class OpenAIHttpGenerator:
             cfg.timeout_s,
         )
 
+    def _failure(self, what: str, body: str) -> RuntimeError:
+        """An error naming the URL and the start of the response, secrets redacted first."""
+        snippet = redact(body, self.secrets)[:BODY_CHARS]
+        return RuntimeError(redact(f"{self.url} {what}: {snippet}", self.secrets))
+
     def generate(self, question: str, passages: list[str]) -> Generation:
         import requests
 
-        user = USER_TEMPLATE.format(passages=format_passages(passages), question=question)
         body = {
             "model": self.model_name,
-            "messages": [
-                {"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": user},
-            ],
+            "messages": chat_messages(self.system_prompt, question, passages),
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,
@@ -71,16 +77,12 @@ class OpenAIHttpGenerator:
             resp = requests.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
         except requests.Timeout as exc:
             raise TimeoutError(f"no answer from {self.url} within {self.timeout_s:.0f} s") from exc
+        except requests.RequestException as exc:
+            # from None: the original exception may carry the request and its headers
+            raise self._failure("request failed", f"{type(exc).__name__}: {exc}") from None
         if resp.status_code != 200:
-            raise RuntimeError(f"{self.url} answered HTTP {resp.status_code}: {resp.text[:300]}")
+            raise self._failure(f"answered HTTP {resp.status_code}", resp.text)
         try:
-            data = resp.json()
-            text = data["choices"][0]["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise RuntimeError(
-                f"{self.url} returned a malformed completion: {resp.text[:300]}"
-            ) from exc
-        usage = data.get("usage") or {}
-        return Generation(
-            text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
-        )
+            return read_completion(resp.json())
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise self._failure("returned a malformed completion", resp.text) from None

@@ -13,12 +13,20 @@ _REFUSAL = re.compile(
     r"(do|does) not (contain|mention|provide)|I don't know",
     re.IGNORECASE,
 )
+# Clause boundaries inside a sentence that holds a refusal: "X does not mention A, but B".
+_CLAUSE = re.compile(
+    r"\s*(?:[,;:]\s*(?:but|however|although|though|yet|whereas)\b,?|;|\bbut\b|\bhowever\b,?)\s*",
+    re.IGNORECASE,
+)
 
 
 class OverlapJudge:
     """A claim (answer sentence) is supported when at least `support_threshold` of its stemmed
     content words occur in a single context sentence. Sentences with fewer than
-    `min_content_words` content words are not checkable claims. A refusal has no claims.
+    `min_content_words` content words are not checkable claims. A refusal has no claims; a
+    sentence joining a refusal to a statement ("The passages do not mention dosage, but aspirin
+    reduces fever") is split into clauses, and its non-refusal clauses are claims, so hiding a
+    claim behind a refusal phrase does not take it out of the score.
 
     Lexical support cannot see negation or relations: it is a first, cheap check.
     """
@@ -35,10 +43,13 @@ class OverlapJudge:
         out: list[str] = []
         for sentence in split_sentences(answer):
             claim = strip_citations(sentence).rstrip(".!? ").strip()
+            parts = [claim]
             if _REFUSAL.search(claim):
-                continue
-            if len(set(tokenize([claim])[0])) >= self.min_words and claim not in out:
-                out.append(claim)
+                clauses = (c.strip(" ,;:.!?") for c in _CLAUSE.split(claim))
+                parts = [c for c in clauses if c and not _REFUSAL.search(c)]
+            for part in parts:
+                if len(set(tokenize([part])[0])) >= self.min_words and part not in out:
+                    out.append(part)
         return out
 
     def supported(self, claim: str, context_sentences: list[set[str]]) -> bool:

@@ -10,18 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.metrics.aggregate import flatten, mlflow_key
+from ragrig.paths import project_root
 
 ENV_URI = "RAGRIG_MLFLOW_URI"
-_EXP_TMP = f"{os.sep}.dvc{os.sep}tmp{os.sep}exps{os.sep}"
-
-
-def project_root(cwd: Path) -> Path:
-    """The main project folder, also from inside a DVC temporary experiment copy
-    (`<project>/.dvc/tmp/exps/<tmp>/`), so that every run lands in the same store."""
-    text = str(cwd.resolve())
-    if _EXP_TMP in text:
-        return Path(text.split(_EXP_TMP, 1)[0])
-    return cwd.resolve()
 
 
 def tracking_uri(configured: str | None, cwd: Path) -> str:

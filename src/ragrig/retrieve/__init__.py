@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragrig.retrieve.fusion import convex, rrf, sort_scores
+from ragrig.ranking import sort_scores
+from ragrig.retrieve.fusion import convex, rrf
 
 
 @dataclass(frozen=True)
@@ -154,3 +155,33 @@ def ann_recall(
     n = max(len(query_ids), 1)
     timing = {"approx_ms": t_approx / n * 1e3, "exact_ms": t_exact / n * 1e3}
     return pd.DataFrame(rows, columns=["qid", "k", "recall"]), timing
+
+
+def check_ann(
+    cfg: Any,
+    dense_index: Any | None,
+    chunk_vectors: np.ndarray,
+    query_ids: list[str],
+    query_vectors: np.ndarray | None,
+) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    """ANN recall of the dense index against exact search over the same chunk vectors.
+
+    Returns (per-query table or None, manifest fields). No dense lane: `exact_dense` None, no
+    table. An exact (flat) index: `exact_dense` True, no table. An approximate index: recall at
+    the reported k (`ann_recall_k`) and at the depth each lane fetches (`chunk_depth`), with
+    `ann_recall_mean` at the reported k and the mean per-query latency of both indexes.
+    `chunk_vectors` is only read for an approximate index (a memory-mapped array costs nothing
+    otherwise).
+    """
+    from ragrig.index.dense import build_flat, is_exact, set_search_params
+
+    if dense_index is None:
+        return None, {"exact_dense": None}
+    if is_exact(dense_index):
+        return None, {"exact_dense": True}
+    exact = build_flat(np.ascontiguousarray(chunk_vectors, dtype=np.float32), None)
+    set_search_params(dense_index, cfg.ef_search, cfg.nprobe)
+    ks = sorted({cfg.ann_recall_k, cfg.chunk_depth})
+    table, timing = ann_recall(dense_index, exact, query_ids, query_vectors, ks)
+    mean = float(table.loc[table["k"] == cfg.ann_recall_k, "recall"].mean())
+    return table, {"exact_dense": False, "ann_recall_mean": mean, **timing}

@@ -4,18 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-
-def check_unique(ranking: Sequence[str], what: str = "ranking") -> None:
-    seen: set[str] = set()
-    for doc_id in ranking:
-        if doc_id in seen:
-            raise ValueError(f"{what} has duplicate id {doc_id!r}: k counts unique documents")
-        seen.add(doc_id)
-
-
-def sort_scores(scores: Mapping[str, float]) -> list[tuple[str, float]]:
-    """Best first; ties broken by id so equal scores always give the same order."""
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+from ragrig.ranking import check_unique, sort_scores
 
 
 def rrf(lanes: Mapping[str, Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
