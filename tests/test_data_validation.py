@@ -245,6 +245,26 @@ def test_missing_split(ds: Path) -> None:
         load_beir(ds, "dev")
 
 
+def test_unjudged_queries_judged_in_another_split(ds: Path) -> None:
+    from ragrig.parse import parse_stats, stats_lines
+
+    (ds / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n90\td01\t1\n", "utf-8")
+    (ds / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n1\td01\t1\n", "utf-8")
+    data = load_beir(ds, "test")
+    assert data.unjudged == ("90",)
+    assert data.unjudged_in_other_splits == {"dev": 0, "train": 1}
+    stats = parse_stats(data, None, "test")
+    assert (stats["queries_scored"], stats["queries_unjudged"], stats["queries_no_positive"]) == (
+        8,
+        1,
+        1,
+    )
+    assert stats_lines(stats)[0] == (
+        "parse: queries: 8 scored, 1 unjudged (in queries.jsonl, no judgment in "
+        "qrels/test.tsv; 1 judged in train), 1 judged with no positive judgment"
+    )
+
+
 def test_missing_queries_file(ds: Path) -> None:
     (ds / "queries.jsonl").unlink()
     with pytest.raises(DataValidationError, match=r"file not found: .*queries\.jsonl"):
@@ -511,6 +531,7 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
         "queries_no_positive": 1,
         "queries_scored": 8,
         "queries_unjudged": 1,
+        "queries_unjudged_in_other_splits": {},
         "split": "test",
     }
     assert len(pd.read_parquet(out / "documents.parquet")) == 20

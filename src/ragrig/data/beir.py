@@ -10,7 +10,7 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +34,8 @@ class BeirDataset:
     # Documents whose title and text are blank, in file order; not in `corpus` when skipped.
     empty_documents: tuple[str, ...] = ()
     empty_text: str = "error"
+    # Of the unjudged queries, how many each other split (qrels/<other>.tsv) judges.
+    unjudged_in_other_splits: dict[str, int] = field(default_factory=dict)
 
     @property
     def no_positive(self) -> tuple[str, ...]:
@@ -245,6 +247,11 @@ def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
         )
     queries = {qid: all_queries[qid] for qid in sorted(qrels)}
     unjudged = tuple(q for q in all_queries if q not in qrels)
+    elsewhere = {}
+    for other in sorted((root / "qrels").glob("*.tsv")):
+        if other.stem != split and unjudged:
+            judged = _judged_qids(other)
+            elsewhere[other.stem] = sum(1 for q in unjudged if q in judged)
     return BeirDataset(
         corpus=corpus,
         queries=queries,
@@ -253,4 +260,13 @@ def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
         unjudged=unjudged,
         empty_documents=tuple(empty),
         empty_text=empty_text,
+        unjudged_in_other_splits=elsewhere,
     )
+
+
+def _judged_qids(path: Path) -> set[str]:
+    """Query ids another split's qrels file judges, read leniently: it only explains counts."""
+    try:
+        return {line.split("\t", 1)[0].strip() for _, line in iter_lines(path) if "\t" in line}
+    except DataValidationError:
+        return set()

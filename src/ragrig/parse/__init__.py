@@ -147,6 +147,7 @@ def parse_stats(
         "queries_scored": len(dataset.queries) - len(no_positive),
         "queries_unjudged": len(dataset.unjudged),
         "queries_no_positive": len(no_positive),
+        "queries_unjudged_in_other_splits": dict(dataset.unjudged_in_other_splits),
         "empty_text": {
             "policy": dataset.empty_text,
             "documents": len(empty),
@@ -167,10 +168,16 @@ def parse_stats(
 def stats_lines(stats: dict[str, Any]) -> list[str]:
     """Console lines for the counts of `parse_stats` (the ones worth a user's attention)."""
     split = stats["split"]
+    elsewhere = "".join(
+        f"; {n} judged in {other}"
+        for other, n in stats.get("queries_unjudged_in_other_splits", {}).items()
+        if n
+    )
     lines = [
         f"parse: queries: {stats['queries_scored']} scored, "
         f"{stats['queries_unjudged']} unjudged (in queries.jsonl, no judgment in "
-        f"qrels/{split}.tsv), {stats['queries_no_positive']} judged with no positive judgment"
+        f"qrels/{split}.tsv{elsewhere}), {stats['queries_no_positive']} judged with no "
+        "positive judgment"
     ]
     e = stats["empty_text"]
     if e["documents"]:
