@@ -512,3 +512,19 @@ def test_cli_prints_one_line_naming_the_url(
     assert lines[0].startswith(f"ragrig: error: download of {url} ")
     assert expected in lines[0]
     assert _leftovers(tmp_path / "datasets") == []
+
+
+def test_deadline_alarm_gives_back_an_outer_timer(tmp_path: Path, served: Served) -> None:
+    def outer_handler(signum, frame):
+        raise AssertionError("the outer timer fired during the test")
+
+    previous = signal.signal(signal.SIGALRM, outer_handler)
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        assert ensure_dataset(tmp_path / "datasets" / "tiny", _spec(served)) == "downloaded"
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 20 < left <= 30
+        assert signal.getsignal(signal.SIGALRM) is outer_handler
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

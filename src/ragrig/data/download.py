@@ -59,12 +59,15 @@ def _alarm(seconds: float) -> Iterator[None]:
         raise _DeadlineExceeded
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    t0 = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:  # someone else's timer was running: give it back what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - t0), 0.001))
 
 
 def download(url: str, dest: Path, deadline_s: float = 3600.0, read_timeout_s: float = 60.0) -> int:
@@ -239,7 +242,10 @@ class _Terminated(BaseException):  # noqa: N818
 @contextlib.contextmanager
 def _sigterm_cleans_up(url: str) -> Iterator[None]:
     """Turn SIGTERM into an exception so the temp folder is removed, then die of the signal."""
-    if threading.current_thread() is not threading.main_thread():
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    ):
         yield
         return
 
