@@ -16,7 +16,7 @@ MAX_SECONDS = 20.0  # a slow response never lasts longer than this, client or no
 @dataclass(frozen=True)
 class Route:
     body: bytes
-    mode: str = "ok"  # ok | truncate | trickle | stall_headers | status
+    mode: str = "ok"  # ok | truncate | trickle | stall_headers | status | bogus_length
     status: int = 200
     interval: float = 0.2  # trickle / stall_headers: seconds between single bytes
 
@@ -51,9 +51,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(route.body)))
+        bogus = route.mode == "bogus_length"
+        self.send_header("Content-Length", "lots" if bogus else str(len(route.body)))
         self.end_headers()
-        if route.mode == "ok":
+        if bogus:
+            self.wfile.write(route.body)
+            self.close_connection = True
+        elif route.mode == "ok":
             self.wfile.write(route.body)
         elif route.mode == "truncate":
             self.wfile.write(route.body[: len(route.body) // 5])

@@ -654,6 +654,7 @@ ARCHIVE_CASES: list[ArchiveCase] = [
         mode="status",
         status=404,
     ),
+    ArchiveCase("bogus_content_length", make_zip, None, mode="bogus_length"),
     ArchiveCase(
         "empty_body", lambda: b"", "download of {url} failed: the server sent an empty body"
     ),

@@ -105,7 +105,8 @@ def download(url: str, dest: Path, deadline_s: float = 3600.0, read_timeout_s: f
                 raise fail(str(exc)) from exc
             with resp:
                 encoded = resp.headers.get("content-encoding", "identity") != "identity"
-                total = None if encoded else int(resp.headers.get("content-length") or 0) or None
+                length = resp.headers.get("content-length", "")
+                total = int(length) if length.isdigit() and not encoded else None
                 name = url.rsplit("/", 1)[-1]
                 with (
                     open(dest, "wb") as fh,
