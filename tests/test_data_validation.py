@@ -83,8 +83,13 @@ def test_gzip_corpus_loads_identically(ds: Path) -> None:
 
 
 def test_missing_root_is_reported(tmp_path: Path) -> None:
-    with pytest.raises(DataValidationError, match="is not a folder"):
-        load_beir(tmp_path / "nowhere", "test")
+    # `-S dataset.root=/data/my set` unquoted in a shell arrives as root "/data/my"
+    with pytest.raises(DataValidationError) as exc:
+        load_beir(tmp_path / "my", "test")
+    assert str(exc.value) == (
+        f"dataset root {tmp_path / 'my'} is not a folder (run `ragrig data ensure`? a path with "
+        "spaces or special characters needs Hydra quoting: -S \"dataset.root='/a b/c'\")"
+    )
 
 
 # --- corpus -----------------------------------------------------------------------------------
