@@ -215,6 +215,7 @@ _EMPTY_NONE = {
     "skipped": 0,
     "doc_ids": [],
     "judged_documents": 0,
+    "judged_doc_ids": [],
     "judgments": 0,
     "positive_judgments": 0,
     "queries_affected": 0,
@@ -340,13 +341,14 @@ DATASET_CASES: list[DatasetCase] = [
                 "skipped": 2,
                 "doc_ids": ["d1", "d3"],
                 "judged_documents": 2,
+                "judged_doc_ids": ["d1", "d3"],
                 "judgments": 2,
                 "positive_judgments": 1,
                 "queries_affected": 1,
             },
         ),
         printed="parse: 2 document(s) with empty title and text skipped (parse.empty_text=skip): "
-        "2 of them judged, 1 positive judgment(s) on 1 query(ies) kept in qrels "
+        "2 of them judged (d1, d3), 1 positive judgment(s) on 1 query(ies) kept in qrels "
         "(counted as gold that cannot be retrieved)",
     ),
     DatasetCase(
@@ -359,6 +361,7 @@ DATASET_CASES: list[DatasetCase] = [
                 "documents": 1,
                 "doc_ids": ["d1"],
                 "judged_documents": 1,
+                "judged_doc_ids": ["d1"],
                 "judgments": 1,
                 "positive_judgments": 1,
                 "queries_affected": 1,

@@ -527,6 +527,7 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
             "skipped": 0,
             "doc_ids": [],
             "judged_documents": 0,
+            "judged_doc_ids": [],
             "judgments": 0,
             "positive_judgments": 0,
             "queries_affected": 0,
@@ -574,7 +575,7 @@ def test_parse_stage_empty_judged_document_end_to_end(tmp_path: Path) -> None:
     assert "parse: 18 documents, 9 queries, 11 judgments" in proc.stdout
     assert (
         "parse: 2 document(s) with empty title and text skipped (parse.empty_text=skip): "
-        "1 of them judged, 1 positive judgment(s) on 1 query(ies) kept in qrels "
+        "1 of them judged (d05), 1 positive judgment(s) on 1 query(ies) kept in qrels "
         "(counted as gold that cannot be retrieved)"
     ) in proc.stdout
     assert "parse: 1 query(ies) not in the claim files: claim_label 'unknown'" in proc.stdout
@@ -586,6 +587,7 @@ def test_parse_stage_empty_judged_document_end_to_end(tmp_path: Path) -> None:
         "skipped": 2,
         "doc_ids": ["d05", "d13"],
         "judged_documents": 1,
+        "judged_doc_ids": ["d05"],
         "judgments": 1,
         "positive_judgments": 1,
         "queries_affected": 1,

@@ -154,6 +154,7 @@ def parse_stats(
             "skipped": len(empty) if dataset.empty_text == "skip" else 0,
             "doc_ids": sorted(empty)[:20],
             "judged_documents": len({d for _, d, _ in judged_empty}),
+            "judged_doc_ids": sorted({d for _, d, _ in judged_empty})[:20],
             "judgments": len(judged_empty),
             "positive_judgments": sum(1 for _, _, r in judged_empty if r > 0),
             "queries_affected": len({q for q, _, r in judged_empty if r > 0}),
@@ -184,8 +185,9 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         done = "skipped" if e["policy"] == "skip" else "kept with empty content"
         lines.append(
             f"parse: {e['documents']} document(s) with empty title and text {done} "
-            f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged, "
-            f"{e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
+            f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged"
+            + (f" ({', '.join(e['judged_doc_ids'][:5])})" if e["judged_doc_ids"] else "")
+            + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
             "query(ies) kept in qrels"
             + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")
         )
