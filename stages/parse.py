@@ -10,7 +10,7 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
     from ragrig.io import atomic_dir, write_json, write_table
-    from ragrig.parse import make_parser
+    from ragrig.parse import make_parser, stats_lines
 
     ds = load_section("dataset", args.params)
     parsed = make_parser(load_section("parse", args.params)).parse(ds)
@@ -28,9 +28,12 @@ def main() -> None:
                 "queries": len(queries),
                 "judgments": len(qrels),
                 "claim_labels": queries["claim_label"].value_counts().sort_index().to_dict(),
+                **parsed.stats,
             },
         )
     print(f"parse: {len(docs)} documents, {len(queries)} queries, {len(qrels)} judgments")
+    for line in stats_lines(parsed.stats):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ragrig.data.beir import load_beir
-from ragrig.data.claims import NOT_ENOUGH_INFO, claim_label, load_claims
+from ragrig.data.claims import NOT_ENOUGH_INFO, UNKNOWN, claim_label, load_claims
 from ragrig.errors import DataValidationError
 from ragrig.io import atomic_dir
 
@@ -83,8 +83,13 @@ def test_gzip_corpus_loads_identically(ds: Path) -> None:
 
 
 def test_missing_root_is_reported(tmp_path: Path) -> None:
-    with pytest.raises(DataValidationError, match="is not a folder"):
-        load_beir(tmp_path / "nowhere", "test")
+    # `-S dataset.root=/data/my set` unquoted in a shell arrives as root "/data/my"
+    with pytest.raises(DataValidationError) as exc:
+        load_beir(tmp_path / "my", "test")
+    assert str(exc.value) == (
+        f"dataset root {tmp_path / 'my'} is not a folder (run `ragrig data ensure`? a path with "
+        "spaces or special characters needs Hydra quoting: -S \"dataset.root='/a b/c'\")"
+    )
 
 
 # --- corpus -----------------------------------------------------------------------------------
@@ -119,12 +124,40 @@ def test_duplicate_document_id(ds: Path) -> None:
     assert "'d03' (lines [3, 21])" in msg
 
 
-def test_empty_document_text(ds: Path) -> None:
+def test_empty_document_text_error_policy(ds: Path) -> None:
     _replace_record(ds / "corpus.jsonl", "d07", {"_id": "d07", "title": "", "text": "   "})
     with pytest.raises(DataValidationError) as exc:
+        load_beir(ds, "test", empty_text="error")
+    assert "1 document(s) with empty title and text: ['d07']" in str(exc.value)
+    assert "parse.empty_text=skip or keep" in str(exc.value)
+
+
+def test_empty_judged_document_skip_keeps_its_judgment(ds: Path) -> None:
+    # d05 is gold for query 3 (with d06): skipped, yet still counted in the query's gold
+    _replace_record(ds / "corpus.jsonl", "d05", {"_id": "d05", "title": " ", "text": ""})
+    data = load_beir(ds, "test")  # default policy: skip
+    assert "d05" not in data.corpus
+    assert len(data.corpus) == 19
+    assert data.empty_documents == ("d05",)
+    assert data.qrels["3"] == {"d05": 1, "d06": 1}
+
+
+def test_empty_document_keep_policy(ds: Path) -> None:
+    _replace_record(ds / "corpus.jsonl", "d05", {"_id": "d05", "title": "", "text": ""})
+    data = load_beir(ds, "test", empty_text="keep")
+    assert data.corpus["d05"] == {"title": "", "text": ""}
+    assert len(data.corpus) == 20
+    assert data.empty_documents == ("d05",)
+
+
+def test_all_documents_empty_skip_is_an_empty_corpus(ds: Path) -> None:
+    lines = [
+        json.dumps({"_id": json.loads(line)["_id"], "title": "", "text": ""})
+        for line in _lines(ds / "corpus.jsonl")
+    ]
+    _write_lines(ds / "corpus.jsonl", lines)
+    with pytest.raises(DataValidationError, match=r"the corpus is empty \(20 blank document"):
         load_beir(ds, "test")
-    assert "1 document(s) with empty text" in str(exc.value)
-    assert "'d07'" in str(exc.value)
 
 
 def test_document_with_title_only_is_accepted(ds: Path) -> None:
@@ -217,6 +250,89 @@ def test_missing_split(ds: Path) -> None:
         load_beir(ds, "dev")
 
 
+def test_unjudged_queries_judged_in_another_split(ds: Path) -> None:
+    from ragrig.parse import parse_stats, stats_lines
+
+    (ds / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n90\td01\t1\n", "utf-8")
+    (ds / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n1\td01\t1\n", "utf-8")
+    data = load_beir(ds, "test")
+    assert data.unjudged == ("90",)
+    assert data.unjudged_in_other_splits == {"dev": 0, "train": 1}
+    stats = parse_stats(data, None, "test")
+    assert (stats["queries_scored"], stats["queries_unjudged"], stats["queries_no_positive"]) == (
+        8,
+        1,
+        1,
+    )
+    assert stats_lines(stats)[0] == (
+        "parse: queries: 8 scored, 1 unjudged (in queries.jsonl, no judgment in "
+        "qrels/test.tsv; 1 judged in train), 1 judged with no positive judgment"
+    )
+
+
+def test_missing_queries_file(ds: Path) -> None:
+    (ds / "queries.jsonl").unlink()
+    with pytest.raises(DataValidationError, match=r"file not found: .*queries\.jsonl"):
+        load_beir(ds, "test")
+
+
+# --- encodings --------------------------------------------------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_byte_order_mark_is_tolerated_everywhere(ds: Path) -> None:
+    plain = load_beir(ds, "test")
+    claims_path = ds / "original" / "claims_dev.jsonl"
+    plain_claims = load_claims([claims_path])
+    for path in (ds / "corpus.jsonl", ds / "queries.jsonl", ds / "qrels" / "test.tsv", claims_path):
+        path.write_bytes(BOM + path.read_bytes())
+    with_bom = load_beir(ds, "test")
+    assert with_bom.corpus == plain.corpus
+    assert with_bom.queries == plain.queries
+    assert with_bom.qrels == plain.qrels
+    assert load_claims([claims_path]) == plain_claims
+
+
+def test_byte_order_mark_in_gzip_corpus(ds: Path) -> None:
+    plain = load_beir(ds, "test")
+    with gzip.open(ds / "corpus.jsonl.gz", "wb") as dst:
+        dst.write(BOM + (ds / "corpus.jsonl").read_bytes())
+    (ds / "corpus.jsonl").unlink()
+    assert load_beir(ds, "test").corpus == plain.corpus
+
+
+def test_non_utf8_byte_names_file_line_and_offset(ds: Path) -> None:
+    corpus = ds / "corpus.jsonl"
+    raw = corpus.read_bytes().split(b"\n")
+    prefix = len(b"\n".join(raw[:3])) + 1  # byte offset where line 4 starts
+    at = raw[3].index(b"text") + 8
+    raw[3] = raw[3][:at] + b"\xff" + raw[3][at:]
+    corpus.write_bytes(b"\n".join(raw))
+    with pytest.raises(DataValidationError) as exc:
+        load_beir(ds, "test")
+    assert str(exc.value) == (
+        f"{corpus}:4: not valid UTF-8 (byte 0xff at byte offset {prefix + at})"
+    )
+
+
+def test_non_utf8_byte_in_qrels(ds: Path) -> None:
+    qrels = ds / "qrels" / "test.tsv"
+    qrels.write_bytes(qrels.read_bytes() + b"1\td\xe902\t1\n")
+    with pytest.raises(DataValidationError, match=r"test\.tsv:13: not valid UTF-8 \(byte 0xe9"):
+        load_beir(ds, "test")
+
+
+def test_truncated_gzip_corpus(ds: Path) -> None:
+    blob = gzip.compress((ds / "corpus.jsonl").read_bytes())
+    (ds / "corpus.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    (ds / "corpus.jsonl").unlink()
+    with pytest.raises(DataValidationError) as exc:
+        load_beir(ds, "test")
+    assert f"{ds / 'corpus.jsonl.gz'}:" in str(exc.value)
+    assert "truncated or corrupt gzip" in str(exc.value)
+
+
 # --- claims -----------------------------------------------------------------------------------
 
 
@@ -297,6 +413,31 @@ def test_missing_claims_file(tmp_path: Path) -> None:
         load_claims([tmp_path / "claims_dev.jsonl"])
 
 
+def test_claims_bad_evidence(tmp_path: Path) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_text(json.dumps({"id": 1, "claim": "A.", "evidence": ["d1"]}) + "\n", "utf-8")
+    with pytest.raises(DataValidationError, match=r"claims\.jsonl:1: 'evidence' must map"):
+        load_claims([path])
+
+
+def test_query_missing_from_claim_files_is_unknown(ds: Path) -> None:
+    from ragrig.parse import queries_table
+
+    claims_path = ds / "original" / "claims_dev.jsonl"
+    kept = [ln for ln in _lines(claims_path) if json.loads(ln)["id"] not in (6, 8)]
+    _write_lines(claims_path, kept)
+    table = queries_table(load_beir(ds, "test"), load_claims([claims_path]))
+    labels = dict(zip(table["qid"], table["claim_label"], strict=True))
+    assert labels["6"] == UNKNOWN and labels["8"] == UNKNOWN
+    assert labels["9"] == NOT_ENOUGH_INFO  # named in the file with no rationale: a real label
+    assert table["claim_label"].value_counts().to_dict() == {
+        "SUPPORT": 4,
+        "CONTRADICT": 2,
+        UNKNOWN: 2,
+        NOT_ENOUGH_INFO: 1,
+    }
+
+
 # --- the parse stage wrapper, end to end --------------------------------------------------------
 
 
@@ -368,19 +509,128 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
         "qrels.parquet",
         "queries.parquet",
     ]
+    assert (
+        "parse: queries: 8 scored, 1 unjudged (in queries.jsonl, no judgment in "
+        "qrels/test.tsv), 1 judged with no positive judgment"
+    ) in proc.stdout
+    assert "empty title and text" not in proc.stdout
+    assert "not in the claim files" not in proc.stdout
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest == {
         "claim_labels": {"CONTRADICT": 2, "NOT_ENOUGH_INFO": 3, "SUPPORT": 4},
+        "claims_unknown": 0,
         "dataset": "tiny",
         "documents": 20,
+        "empty_text": {
+            "policy": "skip",
+            "documents": 0,
+            "skipped": 0,
+            "doc_ids": [],
+            "judged_documents": 0,
+            "judged_doc_ids": [],
+            "judgments": 0,
+            "positive_judgments": 0,
+            "queries_affected": 0,
+        },
         "judgments": 11,
         "queries": 9,
+        "queries_no_positive": 1,
+        "queries_scored": 8,
+        "queries_unjudged": 1,
+        "queries_unjudged_in_other_splits": {},
         "split": "test",
     }
     assert len(pd.read_parquet(out / "documents.parquet")) == 20
     assert len(pd.read_parquet(out / "queries.parquet")) == 9
     assert len(pd.read_parquet(out / "qrels.parquet")) == 11
     assert sorted(p.name for p in out.parent.iterdir()) == ["parse"]  # no temp folder left
+
+
+def _fixture_with_empty_judged_document(tmp_path: Path) -> Path:
+    """The tiny fixture as a real corpus was found: d05 (gold for query 3) and d13 (unjudged)
+    have blank title and text, and query 3's claim is missing from the claim file."""
+    root = tmp_path / "blanks"
+    shutil.copytree(FIXTURE, root)
+    _replace_record(root / "corpus.jsonl", "d05", {"_id": "d05", "title": "", "text": ""})
+    _replace_record(root / "corpus.jsonl", "d13", {"_id": "d13", "title": " ", "text": "\n"})
+    claims = root / "original" / "claims_dev.jsonl"
+    _write_lines(claims, [ln for ln in _lines(claims) if json.loads(ln)["id"] != 3])
+    return root
+
+
+def test_parse_stage_empty_judged_document_end_to_end(tmp_path: Path) -> None:
+    root = _fixture_with_empty_judged_document(tmp_path)
+    params = _write_params(
+        tmp_path,
+        {
+            "name": "blanks",
+            "root": str(root),
+            "split": "test",
+            "download": None,
+            "claims": {"files": ["original/claims_dev.jsonl"]},
+        },
+    )
+    proc = _run_parse(tmp_path, params)
+    assert proc.returncode == 0, proc.stderr
+    assert "parse: 18 documents, 9 queries, 11 judgments" in proc.stdout
+    assert (
+        "parse: 2 document(s) with empty title and text skipped (parse.empty_text=skip): "
+        "1 of them judged (d05), 1 positive judgment(s) on 1 query(ies) kept in qrels "
+        "(counted as gold that cannot be retrieved)"
+    ) in proc.stdout
+    assert "parse: 1 query(ies) not in the claim files: claim_label 'unknown'" in proc.stdout
+    out = tmp_path / "data" / "parse"
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["empty_text"] == {
+        "policy": "skip",
+        "documents": 2,
+        "skipped": 2,
+        "doc_ids": ["d05", "d13"],
+        "judged_documents": 1,
+        "judged_doc_ids": ["d05"],
+        "judgments": 1,
+        "positive_judgments": 1,
+        "queries_affected": 1,
+    }
+    assert manifest["claims_unknown"] == 1
+    assert manifest["claim_labels"] == {
+        "CONTRADICT": 2,
+        "NOT_ENOUGH_INFO": 3,
+        "SUPPORT": 3,
+        "unknown": 1,
+    }
+    docs = pd.read_parquet(out / "documents.parquet")
+    assert "d05" not in set(docs["doc_id"]) and len(docs) == 18
+    qrels = pd.read_parquet(out / "qrels.parquet")
+    assert sorted(qrels[qrels["qid"] == "3"]["doc_id"]) == ["d05", "d06"]  # gold keeps d05
+    queries = pd.read_parquet(out / "queries.parquet").set_index("qid")
+    assert queries.loc["3", "n_gold"] == 2
+    assert queries.loc["3", "claim_label"] == "unknown"
+
+    # the recall consequence: retrieving everything retrievable finds 1 of query 3's 2 gold
+    from ragrig.metrics.ir import per_query, qrels_from_table
+
+    run = {"3": sorted(docs["doc_id"])}
+    table = per_query(run, {"3": qrels_from_table(qrels)["3"]}, ["recall@100"])
+    assert table["value"].tolist() == [0.5]
+
+
+def test_parse_stage_empty_text_error_policy(tmp_path: Path) -> None:
+    root = _fixture_with_empty_judged_document(tmp_path)
+    params = _write_params(
+        tmp_path,
+        {"name": "blanks", "root": str(root), "split": "test", "download": None, "claims": None},
+    )
+    data = yaml.safe_load(params.read_text(encoding="utf-8"))
+    data["parse"]["empty_text"] = "error"
+    params.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    proc = _run_parse(tmp_path, params)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"ragrig parse: error: {root / 'corpus.jsonl'}: 2 document(s) with empty title and "
+        "text: ['d05', 'd13'] (set parse.empty_text=skip or keep to accept them)"
+    )
+    assert not (tmp_path / "data" / "parse").exists()
 
 
 # --- atomic_dir ---------------------------------------------------------------------------------

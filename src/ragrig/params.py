@@ -7,6 +7,13 @@ from typing import Any
 
 import yaml
 
+from ragrig.errors import ConfigError
+
+QUOTING_HINT = (
+    "a value with spaces or any of ( ) [ ] { } , = ~ ' # needs Hydra quotes inside the shell's: "
+    "\"dataset.root='/a b/c'\" (dvc exp run -S \"dataset.root='/a b/c'\"; see README)"
+)
+
 
 def compose(conf_dir: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """Compose conf/config.yaml with Hydra overrides and return it as plain data."""
@@ -19,18 +26,45 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
     import tempfile
 
     from dvc.utils.hydra import compose_and_dump
+    from hydra.errors import ConfigCompositionException, OverrideParseException
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "params.yaml"
-        compose_and_dump(
-            out,
-            str(Path(conf_dir).resolve()),
-            None,
-            "config",
-            str(Path(conf_dir).resolve().parent),
-            list(overrides or []),
-        )
+        try:
+            compose_and_dump(
+                out,
+                str(Path(conf_dir).resolve()),
+                None,
+                "config",
+                str(Path(conf_dir).resolve().parent),
+                list(overrides or []),
+            )
+        except OverrideParseException as exc:
+            raise ConfigError(_override_error(exc, overrides)) from exc
+        except ConfigCompositionException as exc:
+            if "Ambiguous value" not in str(exc):
+                raise
+            raise ConfigError(_override_error(exc, overrides)) from exc
         return out.read_text(encoding="utf-8")
+
+
+def _override_error(exc: Exception, overrides: list[str] | None) -> str:
+    """One line: which override Hydra could not read, why, and how to quote it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    bad = []
+    for o in overrides or []:
+        try:
+            parser.parse_override(o)
+        except Exception:
+            bad.append(o)
+    why = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+    if bad and "=" not in bad[0]:
+        which = f"override {bad[0]!r} is not key=value (a path with spaces split by the shell?)"
+    else:
+        which = f"cannot read override {bad[0]!r} ({why})" if bad else why
+    return f"{which}; {QUOTING_HINT}"
 
 
 def write_params(

@@ -1,16 +1,26 @@
-"""Load and validate a BEIR-layout dataset: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."""
+"""Load and validate a BEIR-layout dataset: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv.
+
+Every file is read as UTF-8 with a leading byte-order mark tolerated; a byte that is not UTF-8,
+a malformed line or a truncated gzip raises one `DataValidationError` naming the file and line.
+"""
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragrig.errors import DataValidationError
+
+BOM = b"\xef\xbb\xbf"
+
+# What to do with a document whose title and text are both blank (see conf/parse/beir.yaml).
+EmptyTextPolicy = Literal["error", "skip", "keep"]
+EMPTY_TEXT_POLICIES: tuple[str, ...] = ("error", "skip", "keep")
 
 
 @dataclass(frozen=True)
@@ -19,12 +29,52 @@ class BeirDataset:
     queries: dict[str, str]  # qid -> text (only queries of the split)
     qrels: dict[str, dict[str, int]]  # qid -> {doc_id: relevance}
     corpus_path: Path
+    # Queries of queries.jsonl with no judgment in the split (not in `queries`).
+    unjudged: tuple[str, ...] = ()
+    # Documents whose title and text are blank, in file order; not in `corpus` when skipped.
+    empty_documents: tuple[str, ...] = ()
+    empty_text: str = "error"
+    # Of the unjudged queries, how many each other split (qrels/<other>.tsv) judges.
+    unjudged_in_other_splits: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def no_positive(self) -> tuple[str, ...]:
+        """Judged queries with no judgment above 0: nothing to find, so no retrieval score."""
+        return tuple(
+            q for q in sorted(self.qrels) if not any(r > 0 for r in self.qrels[q].values())
+        )
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) of a UTF-8 file, `.gz` decompressed on the fly.
+
+    A leading UTF-8 byte-order mark is dropped. A missing file, a byte that is not UTF-8 (named
+    with its byte offset) or a truncated / corrupt gzip raises naming the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataValidationError(f"file not found: {path}")
+    gz = path.suffix == ".gz"
+    lineno = 0
+    offset = 0  # byte offset of the current line (in the decompressed stream for .gz)
+    try:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                body = raw[len(BOM) :] if lineno == 1 and raw.startswith(BOM) else raw
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    at = offset + (len(raw) - len(body)) + exc.start
+                    where = "uncompressed byte offset" if gz else "byte offset"
+                    raise DataValidationError(
+                        f"{path}:{lineno}: not valid UTF-8 "
+                        f"(byte 0x{body[exc.start]:02x} at {where} {at})"
+                    ) from exc
+                offset += len(raw)
+                yield lineno, text
+    except (EOFError, OSError, zlib.error) as exc:
+        what = "truncated or corrupt gzip" if gz else "unreadable"
+        raise DataValidationError(f"{path}:{lineno + 1}: {what} ({exc})") from exc
 
 
 def find_corpus(root: Path) -> Path:
@@ -36,28 +86,49 @@ def find_corpus(root: Path) -> Path:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record); a malformed line raises naming file and line."""
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataValidationError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise DataValidationError(f"{path}:{lineno}: expected a JSON object")
-            yield lineno, record
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataValidationError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise DataValidationError(f"{path}:{lineno}: JSON nested too deeply") from exc
+        if not isinstance(record, dict):
+            raise DataValidationError(f"{path}:{lineno}: expected a JSON object")
+        yield lineno, record
 
 
 def _id_of(record: dict[str, Any], path: Path, lineno: int) -> str:
     if "_id" not in record:
         raise DataValidationError(f"{path}:{lineno}: record has no '_id'")
-    return str(record["_id"])
+    rid = record["_id"]
+    if isinstance(rid, bool) or not isinstance(rid, str | int) or not str(rid).strip():
+        raise DataValidationError(
+            f"{path}:{lineno}: '_id' must be a non-empty string or integer, got {rid!r}"
+        )
+    return str(rid)
 
 
-def _load_records(path: Path, kind: str, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """Read id -> {field: text}; duplicate ids and records whose fields are all blank raise,
-    each error naming every offending id (up to ten) and the lines they are on."""
+def _field(record: dict[str, Any], name: str, path: Path, lineno: int) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise DataValidationError(
+            f"{path}:{lineno}: field {name!r} must be a string, got {type(value).__name__}"
+        )
+    return str(value)
+
+
+def _load_records(
+    path: Path, kind: str, fields: tuple[str, ...]
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Read id -> {field: text} and the ids whose fields are all blank (in file order).
+
+    Duplicate ids raise, naming every offending id (up to ten) and the lines they are on.
+    """
     records: dict[str, dict[str, str]] = {}
     seen: dict[str, int] = {}
     dups: dict[str, list[int]] = {}
@@ -68,56 +139,77 @@ def _load_records(path: Path, kind: str, fields: tuple[str, ...]) -> dict[str, d
             dups.setdefault(rid, [seen[rid]]).append(lineno)
             continue
         seen[rid] = lineno
-        records[rid] = {f: str(rec.get(f) or "") for f in fields}
+        records[rid] = {f: _field(rec, f, path, lineno) for f in fields}
         if not any(v.strip() for v in records[rid].values()):
             empty.append(rid)
     if dups:
         sample = ", ".join(f"{i!r} (lines {lines})" for i, lines in list(dups.items())[:10])
         raise DataValidationError(f"{path}: {len(dups)} duplicate {kind} id(s): {sample}")
-    if empty:
-        plural = {"query": "query(ies)"}.get(kind, f"{kind}(s)")
-        raise DataValidationError(f"{path}: {len(empty)} {plural} with empty text: {empty[:10]}")
-    return records
+    return records, empty
 
 
-def load_corpus(path: Path) -> dict[str, dict[str, str]]:
-    corpus = _load_records(path, "document", ("title", "text"))
+def load_corpus(
+    path: Path, empty_text: str = "skip"
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The corpus after the empty-text policy, and the ids of the blank documents."""
+    if empty_text not in EMPTY_TEXT_POLICIES:
+        raise DataValidationError(
+            f"unknown empty_text policy {empty_text!r}; one of {EMPTY_TEXT_POLICIES}"
+        )
+    corpus, empty = _load_records(path, "document", ("title", "text"))
+    if empty and empty_text == "error":
+        raise DataValidationError(
+            f"{path}: {len(empty)} document(s) with empty title and text: {empty[:10]} "
+            "(set parse.empty_text=skip or keep to accept them)"
+        )
+    if empty_text == "skip":
+        for doc_id in empty:
+            del corpus[doc_id]
     if not corpus:
-        raise DataValidationError(f"{path}: the corpus is empty")
-    return corpus
+        detail = f" ({len(empty)} blank document(s) skipped)" if empty else ""
+        raise DataValidationError(f"{path}: the corpus is empty{detail}")
+    return corpus, empty
 
 
 def load_queries(path: Path) -> dict[str, str]:
-    return {qid: rec["text"] for qid, rec in _load_records(path, "query", ("text",)).items()}
+    queries, empty = _load_records(path, "query", ("text",))
+    if empty:
+        raise DataValidationError(f"{path}: {len(empty)} query(ies) with empty text: {empty[:10]}")
+    return {qid: rec["text"] for qid, rec in queries.items()}
 
 
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (header `query-id corpus-id score`)."""
-    if not path.exists():
+    if not path.is_file():
         raise DataValidationError(f"qrels file not found: {path}")
     qrels: dict[str, dict[str, int]] = {}
     dups: list[tuple[str, str]] = []
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t")
-        for lineno, row in enumerate(reader, start=1):
-            if not row or not "".join(row).strip():
+    first = True
+    for lineno, line in iter_lines(path):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        row = line.split("\t")
+        if first:
+            first = False
+            if row[0].strip().lower() in {"query-id", "query_id", "qid"}:
                 continue
-            if lineno == 1 and row[0].strip().lower() in {"query-id", "query_id", "qid"}:
-                continue
-            if len(row) != 3:
-                raise DataValidationError(
-                    f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}"
-                )
-            qid, doc_id, score = (c.strip() for c in row)
-            try:
-                rel = int(score)
-            except ValueError as exc:
-                raise DataValidationError(
-                    f"{path}:{lineno}: score {score!r} is not an integer"
-                ) from exc
-            if doc_id in qrels.setdefault(qid, {}):
-                dups.append((qid, doc_id))
-            qrels[qid][doc_id] = rel
+        if len(row) != 3:
+            raise DataValidationError(
+                f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}"
+            )
+        qid, doc_id, score = (c.strip() for c in row)
+        if not qid or not doc_id:
+            raise DataValidationError(f"{path}:{lineno}: empty query or document id")
+        try:
+            rel = int(score)
+        except ValueError as exc:
+            raise DataValidationError(
+                f"{path}:{lineno}: score {score!r} is not an integer"
+            ) from exc
+        if doc_id in qrels.setdefault(qid, {}):
+            dups.append((qid, doc_id))
+        qrels[qid][doc_id] = rel
     if dups:
         raise DataValidationError(f"{path}: duplicate (query, document) judgments: {dups[:10]}")
     if not qrels:
@@ -125,15 +217,21 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(root: Path, split: str) -> BeirDataset:
-    """Load corpus, the split's queries and qrels; cross-check every id."""
+def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
+    """Load corpus, the split's queries and qrels; cross-check every id.
+
+    `empty_text` decides what a document with blank title and text does: `error` refuses the
+    corpus, `skip` leaves it out (its judgments stay in qrels, so a query's gold still counts it
+    and recall is not inflated), `keep` keeps it with empty content.
+    """
     root = Path(root)
     if not root.is_dir():
         raise DataValidationError(
-            f"dataset root {root} is not a folder (run `ragrig data ensure`?)"
+            f"dataset root {root} is not a folder (run `ragrig data ensure`? a path with spaces "
+            "or special characters needs Hydra quoting: -S \"dataset.root='/a b/c'\")"
         )
     corpus_path = find_corpus(root)
-    corpus = load_corpus(corpus_path)
+    corpus, empty = load_corpus(corpus_path, empty_text)
     all_queries = load_queries(root / "queries.jsonl")
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     unknown_q = sorted(q for q in qrels if q not in all_queries)
@@ -141,10 +239,34 @@ def load_beir(root: Path, split: str) -> BeirDataset:
         raise DataValidationError(
             f"qrels/{split}.tsv names {len(unknown_q)} unknown query id(s): {unknown_q[:10]}"
         )
-    unknown_d = sorted({d for rels in qrels.values() for d in rels if d not in corpus})
+    known_docs = corpus.keys() | set(empty)
+    unknown_d = sorted({d for rels in qrels.values() for d in rels if d not in known_docs})
     if unknown_d:
         raise DataValidationError(
             f"qrels/{split}.tsv names {len(unknown_d)} unknown document id(s): {unknown_d[:10]}"
         )
     queries = {qid: all_queries[qid] for qid in sorted(qrels)}
-    return BeirDataset(corpus=corpus, queries=queries, qrels=qrels, corpus_path=corpus_path)
+    unjudged = tuple(q for q in all_queries if q not in qrels)
+    elsewhere = {}
+    for other in sorted((root / "qrels").glob("*.tsv")):
+        if other.stem != split and unjudged:
+            judged = _judged_qids(other)
+            elsewhere[other.stem] = sum(1 for q in unjudged if q in judged)
+    return BeirDataset(
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        corpus_path=corpus_path,
+        unjudged=unjudged,
+        empty_documents=tuple(empty),
+        empty_text=empty_text,
+        unjudged_in_other_splits=elsewhere,
+    )
+
+
+def _judged_qids(path: Path) -> set[str]:
+    """Query ids another split's qrels file judges, read leniently: it only explains counts."""
+    try:
+        return {line.split("\t", 1)[0].strip() for _, line in iter_lines(path) if "\t" in line}
+    except DataValidationError:
+        return set()

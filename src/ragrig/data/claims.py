@@ -9,6 +9,8 @@ from ragrig.data.beir import iter_jsonl
 from ragrig.errors import DataValidationError
 
 NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
+# A query of the split that no claim file names: its label is not known (not "no evidence").
+UNKNOWN = "unknown"
 
 
 def claim_label(evidence: dict[str, list[dict[str, Any]]]) -> str:
@@ -30,10 +32,18 @@ def load_claims(paths: list[Path]) -> dict[str, dict[str, Any]]:
         for lineno, rec in iter_jsonl(path):
             if "id" not in rec or "claim" not in rec:
                 raise DataValidationError(f"{path}:{lineno}: claim record needs 'id' and 'claim'")
+            evidence = rec.get("evidence") or {}
+            if not isinstance(evidence, dict) or not all(
+                isinstance(rs, list) and all(isinstance(r, dict) and "label" in r for r in rs)
+                for rs in evidence.values()
+            ):
+                raise DataValidationError(
+                    f"{path}:{lineno}: 'evidence' must map document ids to lists of "
+                    "rationales, each with a 'label'"
+                )
             cid = str(rec["id"])
             if cid in claims:
                 raise DataValidationError(f"{path}:{lineno}: duplicate claim id {cid!r}")
-            evidence = rec.get("evidence") or {}
             claims[cid] = {
                 "label": claim_label(evidence),
                 "evidence": evidence,

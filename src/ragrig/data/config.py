@@ -20,6 +20,12 @@ class Download(Section):
     archive_root: str | None = Field(
         None, description="folder inside the archive that holds corpus/queries/qrels"
     )
+    deadline_s: float = Field(
+        3600.0, gt=0, description="the whole download must finish within this many seconds"
+    )
+    read_timeout_s: float = Field(
+        60.0, gt=0, description="longest wait for the connection or the next bytes"
+    )
 
 
 class ClaimsFiles(Section):

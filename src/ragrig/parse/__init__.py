@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
 from ragrig.data.beir import BeirDataset
-from ragrig.data.claims import NOT_ENOUGH_INFO
+from ragrig.data.claims import UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Parsed:
     documents: pd.DataFrame  # schema "documents"
     queries: pd.DataFrame  # schema "queries"
     qrels: pd.DataFrame  # schema "qrels"
+    stats: dict[str, Any] = field(default_factory=dict)  # counts for the manifest (parse_stats)
 
 
 class Parser(Protocol):
@@ -43,26 +44,29 @@ def make_parser(cfg: Any) -> Parser:
 class BeirParser:
     """BEIR layout plus, when configured, SciFact-style claim files for per-query labels."""
 
-    def __init__(self, title_separator: str = ". "):
+    def __init__(self, title_separator: str = ". ", empty_text: str = "skip"):
         self.title_separator = title_separator
+        self.empty_text = empty_text
 
     @classmethod
     def from_config(cls, cfg: Any) -> BeirParser:
-        return cls(cfg.title_separator)
+        return cls(cfg.title_separator, cfg.empty_text)
 
     def parse(self, dataset: Any) -> Parsed:
         from ragrig.data.beir import load_beir
         from ragrig.data.claims import load_claims
 
         root = Path(dataset.root)
-        data = load_beir(root, dataset.split)
+        data = load_beir(root, dataset.split, empty_text=self.empty_text)
         claims = load_claims([root / f for f in dataset.claims.files]) if dataset.claims else None
+        queries = queries_table(data, claims)
         return Parsed(
             documents_table(
                 data, source=f"beir:{dataset.name}", title_separator=self.title_separator
             ),
-            queries_table(data, claims),
+            queries,
             qrels_table(data),
+            parse_stats(data, claims, split=dataset.split),
         )
 
 
@@ -96,12 +100,10 @@ def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None
     for qid in sorted(dataset.queries):
         text = dataset.queries[qid]
         n_gold = sum(1 for rel in dataset.qrels.get(qid, {}).values() if rel > 0)
-        if claims is None:
-            label, evidence = "unknown", {}
-        elif qid in claims:
+        if claims is not None and qid in claims:
             label, evidence = claims[qid]["label"], claims[qid]["evidence"]
-        else:
-            label, evidence = NOT_ENOUGH_INFO, {}
+        else:  # no claim files, or a query they do not name: the label is not known
+            label, evidence = UNKNOWN, {}
         rows.append(
             {
                 "qid": qid,
@@ -122,3 +124,76 @@ def qrels_table(dataset: BeirDataset) -> pd.DataFrame:
         for doc_id, rel in sorted(dataset.qrels[qid].items())
     ]
     return pd.DataFrame(rows, columns=["qid", "doc_id", "relevance"])
+
+
+def parse_stats(
+    dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None, split: str
+) -> dict[str, Any]:
+    """What parse left out or could not label, counted for the manifest and the console.
+
+    `queries_scored` are the split's queries with at least one positive judgment (the ones
+    retrieval metrics score); `queries_no_positive` are judged but only with grade <= 0;
+    `queries_unjudged` are in queries.jsonl with no judgment in the split at all.
+    """
+    no_positive = dataset.no_positive
+    empty = set(dataset.empty_documents)
+    judged_empty = [
+        (qid, doc_id, rel)
+        for qid, rels in sorted(dataset.qrels.items())
+        for doc_id, rel in sorted(rels.items())
+        if doc_id in empty
+    ]
+    stats: dict[str, Any] = {
+        "queries_scored": len(dataset.queries) - len(no_positive),
+        "queries_unjudged": len(dataset.unjudged),
+        "queries_no_positive": len(no_positive),
+        "queries_unjudged_in_other_splits": dict(dataset.unjudged_in_other_splits),
+        "empty_text": {
+            "policy": dataset.empty_text,
+            "documents": len(empty),
+            "skipped": len(empty) if dataset.empty_text == "skip" else 0,
+            "doc_ids": sorted(empty)[:20],
+            "judged_documents": len({d for _, d, _ in judged_empty}),
+            "judged_doc_ids": sorted({d for _, d, _ in judged_empty})[:20],
+            "judgments": len(judged_empty),
+            "positive_judgments": sum(1 for _, _, r in judged_empty if r > 0),
+            "queries_affected": len({q for q, _, r in judged_empty if r > 0}),
+        },
+        "split": split,
+    }
+    if claims is not None:
+        stats["claims_unknown"] = sum(1 for q in dataset.queries if q not in claims)
+    return stats
+
+
+def stats_lines(stats: dict[str, Any]) -> list[str]:
+    """Console lines for the counts of `parse_stats` (the ones worth a user's attention)."""
+    split = stats["split"]
+    elsewhere = "".join(
+        f"; {n} judged in {other}"
+        for other, n in stats.get("queries_unjudged_in_other_splits", {}).items()
+        if n
+    )
+    lines = [
+        f"parse: queries: {stats['queries_scored']} scored, "
+        f"{stats['queries_unjudged']} unjudged (in queries.jsonl, no judgment in "
+        f"qrels/{split}.tsv{elsewhere}), {stats['queries_no_positive']} judged with no "
+        "positive judgment"
+    ]
+    e = stats["empty_text"]
+    if e["documents"]:
+        done = "skipped" if e["policy"] == "skip" else "kept with empty content"
+        lines.append(
+            f"parse: {e['documents']} document(s) with empty title and text {done} "
+            f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged"
+            + (f" ({', '.join(e['judged_doc_ids'][:5])})" if e["judged_doc_ids"] else "")
+            + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
+            "query(ies) kept in qrels"
+            + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")
+        )
+    if stats.get("claims_unknown"):
+        lines.append(
+            f"parse: {stats['claims_unknown']} query(ies) not in the claim files: "
+            f"claim_label {UNKNOWN!r}"
+        )
+    return lines

@@ -12,6 +12,11 @@ from ragrig.config import Section
 class ParseBeir(Section):
     method: Literal["beir"] = "beir"
     title_separator: str = ". "
+    empty_text: Literal["error", "skip", "keep"] = Field(
+        "skip",
+        description="a document with blank title and text: refuse the corpus, leave it out "
+        "(its judgments still count in the gold) or keep it with empty content",
+    )
 
 
 ParseConfig = Annotated[ParseBeir, Field(discriminator="method")]
