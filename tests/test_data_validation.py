@@ -538,6 +538,8 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
         "queries_scored": 8,
         "queries_unjudged": 1,
         "queries_unjudged_in_other_splits": {},
+        "query_metadata_columns": [],
+        "query_metadata_nested_fields": 0,
         "split": "test",
     }
     assert len(pd.read_parquet(out / "documents.parquet")) == 20
@@ -678,3 +680,41 @@ def test_atomic_dir_clears_stale_temp_folders(tmp_path: Path) -> None:
     with atomic_dir(tmp_path / "stage") as tmp:
         (tmp / "x.txt").write_text("x", encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stage"]
+
+
+def test_scalar_query_metadata_become_meta_columns(ds: Path) -> None:
+    from ragrig.parse import queries_table
+
+    lines = [json.loads(x) for x in _lines(ds / "queries.jsonl")]
+    for i, rec in enumerate(lines):
+        rec["metadata"] = {
+            "year": 2000 + i,  # numeric on every query
+            "domain": ["bio", "space"][i % 2],  # text
+            "evidence": {"d1": [{"sentences": [0]}]},  # nested (SciFact-like): left out
+        }
+        if i == 0:
+            rec["metadata"].pop("year")  # a query without the field: NaN, not 0
+    _write_lines(ds / "queries.jsonl", [json.dumps(r) for r in lines])
+    data = load_beir(ds, "test")
+    assert data.nested_metadata_fields == ("evidence",)
+    table = queries_table(data, None)
+    assert [c for c in table.columns if c.startswith("meta_")] == ["meta_domain", "meta_year"]
+    by_qid = table.set_index("qid")
+    first = str(lines[0]["_id"])
+    assert pd.isna(by_qid.loc[first, "meta_year"])
+    assert table["meta_year"].dtype == "float64"
+    judged = [r for r in lines[1:] if str(r["_id"]) in by_qid.index]
+    assert [by_qid.loc[str(r["_id"]), "meta_year"] for r in judged] == [
+        float(r["metadata"]["year"]) for r in judged
+    ]
+    assert set(table["meta_domain"]) <= {"bio", "space"}
+
+
+def test_query_metadata_must_be_an_object(ds: Path) -> None:
+    rec = json.loads(_lines(ds / "queries.jsonl")[0])
+    rec["metadata"] = ["not", "an", "object"]
+    n = _replace_record(ds / "queries.jsonl", str(rec["_id"]), rec)
+    with pytest.raises(
+        DataValidationError, match=rf"queries.jsonl:{n}: 'metadata' must be an object"
+    ):
+        load_beir(ds, "test")

@@ -237,8 +237,8 @@ def test_console_summary_orders_buckets_naturally_and_shows_counts():
     text = format_summary(json.loads(json.dumps(metrics, sort_keys=True)))
     lines = text.splitlines()
     assert lines[0] == (
-        "queries 3: scored 2, unjudged (no qrels) 0, no positive judgment 1, missing runs 1"
-        " (0 of them scored as empty rankings)"
+        "queries 3: scored 2, no positive judgment 1, missing runs 1"
+        " (0 of them scored as empty rankings); unjudged (no qrels in the split, not scored) 0"
     )
     lengths = [
         ln.split()[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -164,8 +165,8 @@ def test_query_counts_scored_unjudged_no_positive_missing():
     assert rep.metrics["slices"]["n_gold"]["0"]["n_queries"] == 2
     first = format_summary(rep.metrics).splitlines()[0]
     assert first == (
-        "queries 5: scored 3, unjudged (no qrels) 1, no positive judgment 1, missing runs 1"
-        " (1 of them scored as empty rankings)"
+        "queries 5: scored 3, no positive judgment 1, missing runs 1"
+        " (1 of them scored as empty rankings); unjudged (no qrels in the split, not scored) 1"
     )
 
 
@@ -373,3 +374,14 @@ def test_summary_of_an_older_metrics_file():
         "  0                  n=1     n/a      n/a",
         "  1                  n=2     0.5000   n/a",
     ]
+
+
+def test_queries_parse_left_out_are_counted_as_unjudged():
+    queries = _queries(n_gold=[1, 2])
+    qrels = pd.DataFrame({"qid": ["q0", "q1"], "doc_id": ["d1", "d2"], "relevance": [1, 1]})
+    inp = dataclasses.replace(_inputs(queries, qrels, ["q0", "q1"]), unjudged_not_parsed=40)
+    c = build_report(inp, _cfg()).metrics["counts"]
+    assert (c["queries"], c["scored"], c["unjudged"], c["no_positive"]) == (2, 2, 40, 0)
+    assert c["no_gold"] == 0
+    first = format_summary(build_report(inp, _cfg()).metrics).splitlines()[0]
+    assert first.endswith("unjudged (no qrels in the split, not scored) 40")

@@ -36,6 +36,11 @@ class BeirDataset:
     empty_text: str = "error"
     # Of the unjudged queries, how many each other split (qrels/<other>.tsv) judges.
     unjudged_in_other_splits: dict[str, int] = field(default_factory=dict)
+    # qid -> {field: scalar} from each query's `metadata` object (scalar fields only).
+    query_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # metadata fields left out because some value is an object or a list (e.g. SciFact's
+    # evidence, keyed by document id): they cannot be a slice.
+    nested_metadata_fields: tuple[str, ...] = ()
 
     @property
     def no_positive(self) -> tuple[str, ...]:
@@ -178,6 +183,38 @@ def load_queries(path: Path) -> dict[str, str]:
     return {qid: rec["text"] for qid, rec in queries.items()}
 
 
+_SCALAR = (str, int, float, bool)
+
+
+def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
+    """qid -> {field: value} of each query's `metadata` object, scalar fields only, and the
+    sorted names of the fields dropped because some value is an object or a list."""
+    raw: dict[str, dict[str, Any]] = {}
+    for lineno, rec in iter_jsonl(path):
+        meta = rec.get("metadata")
+        if meta is None:
+            continue
+        if not isinstance(meta, dict):
+            raise DataValidationError(
+                f"{path}:{lineno}: 'metadata' must be an object, got {type(meta).__name__}"
+            )
+        raw[_id_of(rec, path, lineno)] = meta
+    nested = sorted(
+        {
+            k
+            for meta in raw.values()
+            for k, v in meta.items()
+            if v is not None and not isinstance(v, _SCALAR)
+        }
+    )
+    drop = set(nested)
+    kept = {
+        qid: {k: v for k, v in meta.items() if k not in drop and v is not None}
+        for qid, meta in raw.items()
+    }
+    return {q: m for q, m in kept.items() if m}, tuple(nested)
+
+
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (header `query-id corpus-id score`)."""
     if not path.is_file():
@@ -233,6 +270,7 @@ def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
     corpus_path = find_corpus(root)
     corpus, empty = load_corpus(corpus_path, empty_text)
     all_queries = load_queries(root / "queries.jsonl")
+    metadata, nested = load_query_metadata(root / "queries.jsonl")
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     unknown_q = sorted(q for q in qrels if q not in all_queries)
     if unknown_q:
@@ -261,6 +299,8 @@ def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
         empty_documents=tuple(empty),
         empty_text=empty_text,
         unjudged_in_other_splits=elsewhere,
+        query_metadata={q: metadata[q] for q in queries if q in metadata},
+        nested_metadata_fields=nested,
     )
 
 

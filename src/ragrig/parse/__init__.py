@@ -94,8 +94,35 @@ def documents_table(dataset: BeirDataset, source: str, title_separator: str) -> 
     return pd.DataFrame(rows)
 
 
+META_PREFIX = "meta_"
+
+
+def metadata_columns(qids: list[str], metadata: dict[str, dict[str, Any]]) -> dict[str, pd.Series]:
+    """One `meta_<field>` column per scalar metadata field, in qid order: numeric when every
+    value is a number (float with NaN where a query lacks it), else text (None where missing)."""
+    fields = sorted({k for meta in metadata.values() for k in meta})
+    cols: dict[str, pd.Series] = {}
+    for name in fields:
+        values = [metadata.get(q, {}).get(name) for q in qids]
+        present = [v for v in values if v is not None]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in present)
+        if numeric:
+            cols[META_PREFIX + name] = pd.Series(
+                values,
+                dtype="float64"
+                if None in values or any(isinstance(v, float) for v in present)
+                else "int64",
+            )
+        else:
+            cols[META_PREFIX + name] = pd.Series(
+                [None if v is None else str(v) for v in values], dtype="object"
+            )
+    return cols
+
+
 def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None) -> pd.DataFrame:
-    """One row per query of the split, with slice attributes (claim label, gold count, length)."""
+    """One row per query of the split, with slice attributes (claim label, gold count, length)
+    and one `meta_<field>` column per scalar field of the queries' `metadata` objects."""
     rows = []
     for qid in sorted(dataset.queries):
         text = dataset.queries[qid]
@@ -114,7 +141,10 @@ def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None
                 "n_words": len(text.split()),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    for name, col in metadata_columns(list(table["qid"]), dataset.query_metadata).items():
+        table[name] = col.to_numpy()
+    return table
 
 
 def qrels_table(dataset: BeirDataset) -> pd.DataFrame:
@@ -160,6 +190,10 @@ def parse_stats(
             "queries_affected": len({q for q, _, r in judged_empty if r > 0}),
         },
         "split": split,
+        "query_metadata_columns": sorted(
+            META_PREFIX + k for k in {k for m in dataset.query_metadata.values() for k in m}
+        ),
+        "query_metadata_nested_fields": len(dataset.nested_metadata_fields),
     }
     if claims is not None:
         stats["claims_unknown"] = sum(1 for q in dataset.queries if q not in claims)
@@ -190,6 +224,10 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
             + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
             "query(ies) kept in qrels"
             + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")
+        )
+    if stats.get("query_metadata_columns"):
+        lines.append(
+            "parse: query metadata as slice columns: " + ", ".join(stats["query_metadata_columns"])
         )
     if stats.get("claims_unknown"):
         lines.append(

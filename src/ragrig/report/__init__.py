@@ -34,6 +34,9 @@ class ReportInputs:
     latency: pd.DataFrame  # qid, stage, latency_ms (embed_query, retrieve, rerank)
     generations: pd.DataFrame
     judgments: pd.DataFrame
+    # queries of the dataset's queries file that parse left out for having no judgment in the
+    # split (data/parse/manifest.json `queries_unjudged`): counted, never silently gone
+    unjudged_not_parsed: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,9 +159,12 @@ def _means(
     return {m[len(prefix) :]: float(v) for m, v in zip(sel["measure"], sel["mean"], strict=True)}
 
 
-def query_counts(queries: pd.DataFrame, qrels: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
-    """How many queries were scored (a judgment > 0), unjudged (no qrels row), no-positive
-    (judged, every judgment <= 0) and without a run (scored as an empty ranking if answerable)."""
+def query_counts(
+    queries: pd.DataFrame, qrels: pd.DataFrame, run: pd.DataFrame, unjudged_not_parsed: int = 0
+) -> dict[str, int]:
+    """How many queries were scored (a judgment > 0), unjudged (no qrels row: in the queries
+    table, or left out by parse), no-positive (judged, every judgment <= 0) and without a run
+    (scored as an empty ranking if answerable)."""
     qids = list(queries["qid"])
     judged = set(qrels["qid"])
     positive = set(qrels.loc[qrels["relevance"] > 0, "qid"])
@@ -168,7 +174,7 @@ def query_counts(queries: pd.DataFrame, qrels: pd.DataFrame, run: pd.DataFrame) 
     return {
         "queries": len(qids),
         "scored": scored,
-        "unjudged": unjudged,
+        "unjudged": unjudged + unjudged_not_parsed,
         "no_positive": len(qids) - scored - unjudged,
         "missing_runs": sum(1 for q in qids if q not in has_run),
         "missing_runs_scored": sum(1 for q in qids if q in positive and q not in has_run),
@@ -185,7 +191,7 @@ def _metrics_tree(
     gens: pd.DataFrame,
     j: pd.DataFrame,
 ) -> dict[str, Any]:
-    counts = query_counts(inp.queries, inp.qrels, inp.retrieved)
+    counts = query_counts(inp.queries, inp.qrels, inp.retrieved, inp.unjudged_not_parsed)
     gen_status = {s: int((gens["status"] == s).sum()) for s in GENERATION_STATUSES}
     judge_status = {s: int((j["status"] == s).sum()) for s in JUDGMENT_STATUSES}
     tree: dict[str, Any] = {
@@ -193,7 +199,7 @@ def _metrics_tree(
             **counts,
             # earlier names, kept for existing readers: answerable == scored
             "answerable": counts["scored"],
-            "no_gold": counts["unjudged"] + counts["no_positive"],
+            "no_gold": counts["queries"] - counts["scored"],
             "generated": int(len(gens)),
             "generation_status": gen_status,
             "judgment_status": judge_status,

@@ -45,13 +45,14 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
     c = metrics["counts"]
     if "scored" in c:
         lines.append(
-            f"queries {c['queries']}: scored {c['scored']}, unjudged (no qrels) {c['unjudged']}, "
+            f"queries {c['queries']}: scored {c['scored']}, "
             f"no positive judgment {c['no_positive']}, missing runs {c['missing_runs']}"
             + (
                 f" ({c.get('missing_runs_scored', 0)} of them scored as empty rankings)"
                 if c["missing_runs"]
                 else ""
             )
+            + f"; unjudged (no qrels in the split, not scored) {c['unjudged']}"
         )
     else:  # a metrics.json written before these counts existed
         lines.append(
