@@ -1,6 +1,8 @@
 # ragrig: two commands on a fresh clone.
 #   make repro   set up, fetch/verify data, run the default experiment, print the summary
 #   make test    set up, run the test suite
+# Every documented command has a make form, so nothing needs the venv activated (dvc, mlflow
+# live in .venv/bin): make smoke | exp ARGS="-S k=v" | sweep ARGS="k=a,b" | queue ARGS="k=a,b" JOBS=2
 SHELL := /bin/bash
 PY ?= python3.11
 VENV := .venv
@@ -13,7 +15,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params clean
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params clean
 
 setup: $(STAMP)
 
@@ -30,7 +32,10 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 .dvc/config: | $(STAMP)
 	$(BIN)/python -m ragrig.cli init-dvc
 
+# The default experiment: params.yaml is composed from conf/ first, so a `dvc exp run` that left
+# its own params in the workspace is never silently rerun instead.
 repro: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.cli params write
 	$(BIN)/python -m ragrig.cli data ensure
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
@@ -46,6 +51,22 @@ bench: $(STAMP) .dvc/config
 
 sweep: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep --multirun $(ARGS)
+
+# One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
+exp: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/dvc exp run $(ARGS)
+
+# One-minute run of the whole pipeline on the 20-document fixture.
+smoke: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/dvc exp run -S dataset=tiny -S generate=extractive
+
+# DVC's experiment queue, JOBS at a time, waits for every point:
+#   make queue ARGS="retrieve.ef_search=32,64,128 chunk=document,recursive" JOBS=2
+JOBS ?= 2
+queue: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
 
 ui: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui start
