@@ -69,7 +69,8 @@ def grid(overrides: list[str]) -> list[list[str]]:
     for o in OverridesParser.create().parse_overrides(config_overrides(overrides)):
         if o.is_sweep_override():
             key = o.get_key_element()
-            choices.append([f"{key}={_quote(v)}" for v in o.sweep_string_iterator()])
+            # each value comes back in override syntax (quoted when it needs to be)
+            choices.append([f"{key}={v}" for v in o.sweep_string_iterator()])
         else:
             choices.append([o.input_line])
     return [list(p) for p in itertools.product(*choices)]

@@ -1,0 +1,42 @@
+"""Sweep grids and overrides handed to `dvc exp run -S`."""
+
+from __future__ import annotations
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from ragrig.sweep import grid, point_overrides
+
+
+def test_grid_is_the_product_of_sweep_values_in_order():
+    points = grid(
+        [
+            "dataset=tiny",
+            "retrieve.ef_search=16,64",
+            "chunk=document,recursive",
+            "hydra/launcher=joblib",
+        ]
+    )
+    assert points == [
+        ["dataset=tiny", "retrieve.ef_search=16", "chunk=document"],
+        ["dataset=tiny", "retrieve.ef_search=16", "chunk=recursive"],
+        ["dataset=tiny", "retrieve.ef_search=64", "chunk=document"],
+        ["dataset=tiny", "retrieve.ef_search=64", "chunk=recursive"],
+    ]
+    assert grid(["retrieve.ef_search=range(16,48,16)"]) == [
+        ["retrieve.ef_search=16"],
+        ["retrieve.ef_search=32"],
+    ]
+    assert grid([]) == [[]]
+
+
+def test_outside_root_with_spaces_is_quoted_so_hydra_reads_it_back(tmp_path):
+    project = tmp_path / "my proj" / "ragrig"
+    project.mkdir(parents=True)
+    (override,) = point_overrides([], "../data sets/scifact", project)[-1:]
+    parsed = OverridesParser.create().parse_overrides([override])[0]
+    assert parsed.value() == str((tmp_path / "my proj" / "data sets" / "scifact").resolve())
+    swept = grid(["dataset.root='/a b/c','/d'"])
+    assert [OverridesParser.create().parse_overrides(p)[0].value() for p in swept] == [
+        "/a b/c",
+        "/d",
+    ]
