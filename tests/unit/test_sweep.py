@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from ragrig.sweep import grid, point_overrides
+
+from ..conftest import PROJECT
 
 
 def test_grid_is_the_product_of_sweep_values_in_order():
@@ -40,3 +46,22 @@ def test_outside_root_with_spaces_is_quoted_so_hydra_reads_it_back(tmp_path):
         "/a b/c",
         "/d",
     ]
+
+
+def test_sweep_refuses_a_reserved_parameter_name_before_any_point(tmp_path):
+    for cmd in (
+        ["prepare", "chunk=recursive", "+chunk.size=12"],
+        ["--multirun", "dataset=tiny", "chunk=recursive", "+chunk.nfiles=1,2"],
+        ["queue", "-j", "2", "dataset=tiny", "+index.dense.size=3"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragrig.sweep", *cmd],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "RAGRIG_MLFLOW_URI": f"sqlite:///{tmp_path / 'm.db'}"},
+        )
+        assert proc.returncode == 1, cmd
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("ragrig sweep: error: parameter name(s) ") and "not allowed" in line
+        assert not (tmp_path / "m.db").exists()
