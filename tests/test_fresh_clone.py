@@ -107,30 +107,30 @@ def test_first_command_parallel_sweep_on_a_new_store(clone):
 
 def test_sweep_and_smoke_restore_from_the_run_cache(clone):
     before = len(_stage_runs(clone))
-    # ef 16 is restored whole (report included: its run exists); ef 24 restores everything up
-    # to the index, then retrieves and reports
-    sh([PY, "-m", "ragrig.sweep", "--multirun", *TINY, "retrieve.ef_search=16,24"], clone)
+    # both points restore parse..index from the run-cache (what failed over a committed
+    # dvc.lock), then retrieve and report
+    sh([PY, "-m", "ragrig.sweep", "--multirun", *TINY, "retrieve.ef_search=24,40"], clone)
     ran = _stage_runs(clone)[before:]
-    assert ran.count("retrieve") == 1 and ran.count("report") == 1
-    assert "embed" not in ran and "chunk" not in ran
+    assert ran.count("retrieve") == 2 and ran.count("report") == 2
+    assert not {"parse", "chunk", "embed", "index"} & set(ran)
     before = len(_stage_runs(clone))
     proc = _make(clone, "smoke")  # `dvc exp run -S dataset=tiny -S generate=extractive`
     assert "Ran experiment" in proc.stdout + proc.stderr
     ran = _stage_runs(clone)[before:]
     assert "retrieve" in ran and "embed" not in ran
     runs = _runs(clone)
-    assert sorted(runs["params.retrieve.ef_search"]) == ["128", "16", "24", "64"]
+    assert sorted(runs["params.retrieve.ef_search"]) == ["128", "16", "24", "40", "64"]
 
 
 def test_parallel_queue_on_a_new_store(clone):
     (clone / "mlflow.db").unlink()
     shutil.rmtree(clone / "mlartifacts")
     before = len(_stage_runs(clone))
-    ef = "retrieve.ef_search=32,40"
+    ef = "retrieve.ef_search=32,48"
     _make(clone, "queue", f"ARGS={' '.join(TINY)} {ef}", "JOBS=2")
     ran = _stage_runs(clone)[before:]
     assert ran.count("retrieve") == 2 and "embed" not in ran
-    _assert_runs_with_artifacts(clone, _runs(clone), ["32", "40"])
+    _assert_runs_with_artifacts(clone, _runs(clone), ["32", "48"])
 
 
 def test_make_repro_returns_to_the_default_after_an_experiment(clone):

@@ -183,11 +183,17 @@ def _app() -> None:
 _STATUS = re.compile(r"^\s*\S+\s+(\S+)\s+.*\s(Queued|Running|Success|Failed)\s*$")
 
 
-def _queue_status(project: Path) -> dict[str, str]:
+_WORKERS = re.compile(r"Worker status: (\d+) active, (\d+) idle")
+
+
+def _queue_status(project: Path) -> tuple[dict[str, str], int | None]:
+    """Status of each queued experiment by name, and the number of live queue workers."""
     out = subprocess.run(
         ["dvc", "queue", "status"], cwd=project, capture_output=True, text=True
     ).stdout
-    return {m.group(1): m.group(2) for line in out.splitlines() if (m := _STATUS.match(line))}
+    status = {m.group(1): m.group(2) for line in out.splitlines() if (m := _STATUS.match(line))}
+    workers = _WORKERS.search(out)
+    return status, (int(workers.group(1)) + int(workers.group(2)) if workers else None)
 
 
 def queue(project: Path, overrides: list[str], jobs: int, poll: float = 2.0) -> int:
@@ -209,10 +215,18 @@ def queue(project: Path, overrides: list[str], jobs: int, poll: float = 2.0) -> 
         names.append(found.group(1))
         print(f"queued {found.group(1)}: {' '.join(pt)}", flush=True)
     subprocess.run(["dvc", "queue", "start", "-j", str(jobs)], cwd=project, env=env, check=True)
+    idle_polls = 0
     while True:
-        status = _queue_status(project)
-        if all(status.get(n) in {"Success", "Failed"} for n in names):
+        status, workers = _queue_status(project)
+        pending = [n for n in names if status.get(n) not in {"Success", "Failed"}]
+        if not pending:
             break
+        idle_polls = idle_polls + 1 if workers == 0 else 0
+        if idle_polls >= 15:  # no worker left for 15 polls while points are still pending
+            raise SweepError(
+                f"no DVC queue worker is running and {len(pending)} point(s) are not done "
+                f"({', '.join(pending)}); see `dvc queue status` and `dvc queue start`"
+            )
         time.sleep(poll)
     failed = [n for n in names if status[n] == "Failed"]
     for n in names:
