@@ -1,6 +1,8 @@
 # ragrig: two commands on a fresh clone.
 #   make repro   set up, fetch/verify data, run the default experiment, print the summary
 #   make test    set up, run the test suite
+# Every documented command has a make form, so nothing needs the venv activated (dvc, mlflow
+# live in .venv/bin): make smoke | exp ARGS="-S k=v" | sweep ARGS="k=a,b" | queue ARGS="k=a,b" JOBS=2
 SHELL := /bin/bash
 PY ?= python3.11
 VENV := .venv
@@ -14,7 +16,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep ui ui-stop lint params
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params
 
 setup: $(STAMP)
 
@@ -31,7 +33,10 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 .dvc/config: | $(STAMP)
 	$(BIN)/python -m ragrig.cli init-dvc
 
+# The default experiment: params.yaml is composed from conf/ first, so a `dvc exp run` that left
+# its own params in the workspace is never silently rerun instead.
 repro: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.cli params write
 	$(BIN)/python -m ragrig.cli data ensure
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
@@ -47,6 +52,22 @@ bench: $(STAMP) .dvc/config
 
 sweep: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep --multirun $(ARGS)
+
+# One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
+exp: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/dvc exp run $(ARGS)
+
+# One-minute run of the whole pipeline on the 20-document fixture.
+smoke: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/dvc exp run -S dataset=tiny -S generate=extractive
+
+# DVC's experiment queue, JOBS at a time, waits for every point:
+#   make queue ARGS="retrieve.ef_search=32,64,128 chunk=document,recursive" JOBS=2
+JOBS ?= 2
+queue: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
 
 ui: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui start --port $(PORT)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ragrig.config import SECTIONS, load_section, validate_all, validate_section
 from ragrig.errors import ConfigError
@@ -66,12 +68,18 @@ def test_committed_params_yaml_is_the_composed_default():
 def test_set_overrides_compose_like_dvc_exp_run_s():
     cfg = validate_all(
         compose(
-            CONF, ["retrieve.ef_search=64", "index/dense=flat", "chunk=recursive", "chunk.size=128"]
+            CONF,
+            [
+                "retrieve.ef_search=64",
+                "index/dense=flat",
+                "chunk=recursive",
+                "chunk.max_tokens=128",
+            ],
         )
     )
     assert cfg["retrieve"].ef_search == 64
     assert cfg["index"].dense.method == "flat"
-    assert (cfg["chunk"].method, cfg["chunk"].size) == ("recursive", 128)
+    assert (cfg["chunk"].method, cfg["chunk"].max_tokens) == ("recursive", 128)
 
 
 def test_default_values():
@@ -85,8 +93,8 @@ def test_default_values():
 @pytest.mark.parametrize(
     ("section", "raw", "message"),
     [
-        ("chunk", {"method": "recursive", "size": 64, "overlap": 64}, "overlap"),
-        ("chunk", {"method": "document", "size": 10}, "Extra inputs"),
+        ("chunk", {"method": "recursive", "max_tokens": 64, "overlap": 64}, "overlap"),
+        ("chunk", {"method": "document", "max_tokens": 10}, "Extra inputs"),
         ("retrieve", {"method": "nearest"}, "does not match any of the expected tags"),
         ("retrieve", {"method": "hybrid_convex", "alpha": 1.5}, "less than or equal to 1"),
         (
@@ -114,3 +122,39 @@ def test_load_section_reads_params_file(tmp_path):
     assert load_section("retrieve", tmp_path / "params.yaml").method == "bm25"
     with pytest.raises(ConfigError, match="no 'nope' section"):
         load_section("nope", tmp_path / "params.yaml")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        (["chunk=recursive", "+chunk.size=128"], "chunk.size"),
+        (["+index.dense.nfiles=3"], "index.dense.nfiles"),
+        (["+report.mlflow.size=1"], "report.mlflow.size"),
+        (["+size=1"], "size"),
+    ],
+)
+def test_parameters_named_size_or_nfiles_are_rejected_at_any_depth(overrides, path):
+    # DVC's run-cache drops such keys from its key (treeverse/dvc#10296): reject them up front
+    with pytest.raises(ConfigError, match=rf"parameter name\(s\) {re.escape(path)} not allowed"):
+        validate_all(compose(CONF, overrides))
+
+
+def test_reserved_keys_found_inside_lists_and_by_the_stage_loader(tmp_path):
+    from ragrig.config import reserved_key_paths
+
+    assert reserved_key_paths({"a": [{"b": 1}, {"nfiles": 2}], "size": {"size": 0}}) == [
+        "a[1].nfiles",
+        "size",
+        "size.size",
+    ]
+    params = tmp_path / "params.yaml"
+    params.write_text("chunk: {method: recursive, size: 64}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"chunk\.size not allowed"):
+        load_section("chunk", params)
+
+
+def test_no_conf_option_uses_a_reserved_name():
+    from ragrig.config import reserved_key_paths
+
+    for path in sorted(CONF.rglob("*.yaml")):
+        assert reserved_key_paths(yaml.safe_load(path.read_text(encoding="utf-8"))) == [], path

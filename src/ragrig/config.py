@@ -51,8 +51,41 @@ def section_schema(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+# DVC's run-cache key silently drops every parameter with one of these names, at any depth
+# (treeverse/dvc#10296): a stage whose only change is such a parameter would be restored from the
+# cache entry of its old value. No ragrig parameter may carry them.
+RESERVED_KEYS = frozenset({"size", "nfiles"})
+
+
+def reserved_key_paths(raw: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of every mapping key named `size` or `nfiles`, at any depth (lists included)."""
+    found: list[str] = []
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if str(key) in RESERVED_KEYS:
+                found.append(path)
+            found.extend(reserved_key_paths(value, path))
+    elif isinstance(raw, list):
+        for i, value in enumerate(raw):
+            found.extend(reserved_key_paths(value, f"{prefix}[{i}]"))
+    return found
+
+
+def reject_reserved_keys(raw: Any, prefix: str = "") -> None:
+    """Raise ConfigError naming every parameter DVC's run-cache would ignore."""
+    paths = reserved_key_paths(raw, prefix)
+    if paths:
+        raise ConfigError(
+            f"parameter name(s) {', '.join(paths)} not allowed: DVC's run-cache ignores "
+            "parameters named 'size' or 'nfiles' (treeverse/dvc#10296), so a change to them "
+            "would silently restore stale outputs; rename the key (e.g. chunk.max_tokens)"
+        )
+
+
 def validate_section(name: str, raw: Any) -> Any:
     """Validate one config section; raise ConfigError naming the section and the problem."""
+    reject_reserved_keys(raw, name)
     schema = section_schema(name)
     try:
         return TypeAdapter(schema).validate_python(raw)
@@ -62,6 +95,7 @@ def validate_section(name: str, raw: Any) -> Any:
 
 def validate_all(cfg: dict[str, Any]) -> dict[str, Any]:
     """Validate every section of a composed config; raise on a missing or unknown section."""
+    reject_reserved_keys(cfg)
     missing = set(SECTIONS) - set(cfg)
     extra = set(cfg) - set(SECTIONS)
     if missing or extra:

@@ -23,10 +23,10 @@ def test_document_chunker_one_chunk_per_document():
     ]
 
 
-def test_recursive_windows_respect_size_overlap_and_offsets(tokenizer):
+def test_recursive_windows_respect_max_tokens_overlap_and_offsets(tokenizer):
     content = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(60))
     chunker = RecursiveTokenChunker(
-        tokenizer, size=40, overlap=8, separators=["\n\n", "\n", ". ", " "]
+        tokenizer, max_tokens=40, overlap=8, separators=["\n\n", "\n", ". ", " "]
     )
     spans = chunker.spans(content)
     assert len(spans) > 5
@@ -42,20 +42,20 @@ def test_recursive_windows_respect_size_overlap_and_offsets(tokenizer):
 
 
 def test_recursive_short_document_is_one_chunk(tokenizer):
-    chunker = RecursiveTokenChunker(tokenizer, size=64, overlap=8, separators=[". "])
+    chunker = RecursiveTokenChunker(tokenizer, max_tokens=64, overlap=8, separators=[". "])
     assert chunker.spans("Short text here.") == [(0, 16)]
     assert chunker.spans("") == []
 
 
-def test_recursive_rejects_overlap_not_below_size(tokenizer):
+def test_recursive_rejects_overlap_not_below_max_tokens(tokenizer):
     with pytest.raises(ValueError):
-        RecursiveTokenChunker(tokenizer, size=8, overlap=8, separators=[" "])
+        RecursiveTokenChunker(tokenizer, max_tokens=8, overlap=8, separators=[" "])
 
 
 def test_chunk_text_is_the_slice_of_its_document(tokenizer):
     content = "Title. " + "word " * 300
     docs = pd.DataFrame({"doc_id": ["d"], "content": [content]})
-    chunker = RecursiveTokenChunker(tokenizer, size=50, overlap=10, separators=[". ", " "])
+    chunker = RecursiveTokenChunker(tokenizer, max_tokens=50, overlap=10, separators=[". ", " "])
     chunks = chunk_documents(docs, chunker, progress=False)
     assert len(chunks) == 8
     for row in chunks.itertuples():

@@ -19,24 +19,24 @@ class DocumentChunker:
 
 
 class RecursiveTokenChunker:
-    """Windows of at most `size` tokens sharing `overlap` tokens.
+    """Windows of at most `max_tokens` tokens sharing `overlap` tokens.
 
     A window ends at the strongest separator (in `separators` order) found in its second half,
     falling back to a plain token boundary, so chunks break between paragraphs, then lines,
     then sentences, then words. Offsets come from the tokenizer, so they are exact.
     """
 
-    def __init__(self, tokenizer: Any, size: int, overlap: int, separators: list[str]):
-        if overlap >= size:
-            raise ValueError("overlap must be smaller than size")
+    def __init__(self, tokenizer: Any, max_tokens: int, overlap: int, separators: list[str]):
+        if overlap >= max_tokens:
+            raise ValueError("overlap must be smaller than max_tokens")
         self.tokenizer = tokenizer
-        self.size = size
+        self.max_tokens = max_tokens
         self.overlap = overlap
         self.separators = list(separators)
 
     @classmethod
     def from_config(cls, cfg: Any) -> RecursiveTokenChunker:
-        return cls(load_tokenizer(cfg.tokenizer), cfg.size, cfg.overlap, cfg.separators)
+        return cls(load_tokenizer(cfg.tokenizer), cfg.max_tokens, cfg.overlap, cfg.separators)
 
     def _offsets(self, content: str) -> list[tuple[int, int]]:
         enc = self.tokenizer.encode(content, add_special_tokens=False)
@@ -56,10 +56,10 @@ class RecursiveTokenChunker:
         spans: list[tuple[int, int]] = []
         start = 0
         while start < n:
-            end = min(start + self.size, n)
+            end = min(start + self.max_tokens, n)
             if end < n:
                 best, best_rank = end, len(self.separators) + 1
-                for cut in range(end, start + max(1, self.size // 2), -1):
+                for cut in range(end, start + max(1, self.max_tokens // 2), -1):
                     rank = self._break_rank(content[offs[cut - 1][1] : offs[cut][0]])
                     if rank < best_rank:
                         best, best_rank = cut, rank

@@ -15,7 +15,8 @@ class ChunkDocument(Section):
 
 class ChunkRecursive(Section):
     method: Literal["recursive"] = "recursive"
-    size: int = Field(256, gt=0, description="window size in tokens")
+    # Not `size`: DVC's run-cache key drops parameters named `size`/`nfiles` (treeverse/dvc#10296).
+    max_tokens: int = Field(256, gt=0, description="window length in tokens")
     overlap: int = Field(32, ge=0)
     tokenizer: str = Field(
         "packaged:all-MiniLM-L6-v2", description="tokenizer used to count tokens"
@@ -24,8 +25,10 @@ class ChunkRecursive(Section):
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkRecursive:
-        if self.overlap >= self.size:
-            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        if self.overlap >= self.max_tokens:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than max_tokens ({self.max_tokens})"
+            )
         return self
 
 

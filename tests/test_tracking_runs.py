@@ -1,0 +1,146 @@
+"""MLflow tracking: one store and experiment with an absolute artifact location, created safely
+by parallel processes; a report killed while logging never leaves a run RUNNING."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ragrig.report.tracking import artifact_location, ensure_experiment, log_run
+
+from .conftest import project_env
+
+# A report process that stops for good while logging its first artifact.
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import mlflow
+    from ragrig.report import tracking
+
+    ready = Path(sys.argv[2])
+    def stuck(*args, **kwargs):
+        ready.write_text("logging")
+        time.sleep(120)
+    mlflow.log_artifact = stuck
+    art = Path(sys.argv[3])
+    tracking.log_run(sys.argv[1], "ragrig", {"retrieve": {"method": "bm25"}},
+                     {"retrieval": {"ndcg@10": 0.5}}, [art], art.parent)
+    """
+)
+
+
+def _runs(uri: str) -> list[dict]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ragrig")
+    return [
+        {
+            "id": r.info.run_id,
+            "status": r.info.status,
+            "metrics": dict(r.data.metrics),
+            "params": dict(r.data.params),
+            "tags": dict(r.data.tags),
+        }
+        for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+    ]
+
+
+def _start_stuck_report(tmp_path: Path, uri: str, name: str) -> tuple[subprocess.Popen, Path]:
+    ready = tmp_path / f"{name}.ready"
+    art = tmp_path / "metrics.json"
+    art.write_text(json.dumps({"x": 1}))
+    env = project_env({"PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, uri, str(ready), str(art)], env=env, cwd=tmp_path
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None, "the report process ended before logging"
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return proc, art
+
+
+def test_run_killed_while_logging_is_marked_failed(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+    # SIGTERM (what a stopped `dvc exp`/queue sends): the run is closed FAILED at once
+    proc, art = _start_stuck_report(tmp_path, uri, "term")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    (term,) = _runs(uri)
+    assert term["status"] == "FAILED"
+    assert term["params"]["retrieve.method"] == "bm25"
+
+    # SIGKILL cannot be caught: the run stays RUNNING until the next report opens the store
+    proc, art = _start_stuck_report(tmp_path, uri, "kill")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    killed = _runs(uri)[1]
+    assert killed["status"] == "RUNNING"
+    run_id = log_run(
+        uri,
+        "ragrig",
+        {"retrieve": {"method": "dense"}},
+        {"retrieval": {"ndcg@10": 0.25}},
+        [art],
+        tmp_path,
+    )
+    runs = {r["id"]: r for r in _runs(uri)}
+    assert runs[killed["id"]]["status"] == "FAILED"
+    assert "ended before the run was complete" in runs[killed["id"]]["tags"]["ragrig.failure"]
+    assert runs[run_id]["status"] == "FINISHED"
+    assert runs[run_id]["metrics"] == {"retrieval/ndcg_at_10": 0.25}
+
+
+def test_experiment_gets_absolute_artifact_location_beside_the_store(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    store = tmp_path / "proj"
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    elsewhere = tmp_path / "dvc-temp-copy"
+    elsewhere.mkdir()
+    art = elsewhere / "summary.txt"
+    art.write_text("summary\n")
+    cwd = Path.cwd()
+    os.chdir(elsewhere)  # a run logged from DVC's temporary copy
+    try:
+        run_id = log_run(uri, "ragrig", {}, {"m": 1.0}, [art], elsewhere)
+    finally:
+        os.chdir(cwd)
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name("ragrig")
+    assert exp.artifact_location == (store / "mlartifacts").as_uri()
+    assert ensure_experiment(uri, "ragrig") == exp.experiment_id  # idempotent
+    assert list(store.glob(f"mlartifacts/{run_id}/artifacts/summary.txt"))
+    assert not (elsewhere / "mlruns").exists()
+    assert artifact_location("http://127.0.0.1:5000") is None
+
+
+@pytest.mark.parametrize("n", [3])
+def test_parallel_processes_create_one_store_and_experiment(tmp_path, n):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = "import sys; from ragrig.report.tracking import ensure_experiment; print(ensure_experiment(sys.argv[1], 'ragrig'))"
+    env = project_env({"PYTHONPATH": os.pathsep.join(sys.path)})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, uri],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0] * n, [o[1][-2000:] for o in outs]
+    assert len({o[0].strip() for o in outs}) == 1
