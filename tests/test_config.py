@@ -52,6 +52,8 @@ def test_every_option_composes_and_validates(group, option):
     overrides = [f"{group}={option}"]
     if (group, option) == ("dataset", "beir"):
         overrides.append("dataset.root=/data/mine")
+    if (group, option) == ("generate", "openai_http"):  # a paid model needs a dated price
+        overrides += [f"+report.prices.gpt-4o-mini.{k}_per_mtok=1.0" for k in ("input", "output")]
     cfg = validate_all(compose(CONF, overrides))
     section = group.split("/")[0]
     assert set(cfg) == set(SECTIONS)
@@ -158,3 +160,39 @@ def test_no_conf_option_uses_a_reserved_name():
 
     for path in sorted(CONF.rglob("*.yaml")):
         assert reserved_key_paths(yaml.safe_load(path.read_text(encoding="utf-8"))) == [], path
+
+
+def test_generator_without_a_price_fails_at_composition_before_any_stage(tmp_path):
+    from ragrig.params import write_params
+
+    with pytest.raises(
+        ConfigError,
+        match=r"no price for model 'gpt-4o-mini': add 'gpt-4o-mini' under report\.prices",
+    ):
+        validate_all(compose(CONF, ["generate=openai_http"]))
+    out = tmp_path / "params.yaml"
+    out.write_text("untouched\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="no price for model 'gpt-4o-mini'"):
+        write_params(CONF, out, ["generate=openai_http"])
+    assert out.read_text(encoding="utf-8") == "untouched\n"  # nothing written
+
+
+def test_cli_params_write_refuses_a_missing_price_in_one_line(tmp_path, capsys):
+    from ragrig import cli
+
+    out = tmp_path / "params.yaml"
+    code = cli.main(
+        ["params", "write", "generate=openai_http", "--conf", str(CONF), "--output", str(out)]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and not out.exists()
+    assert len(err) == 1 and err[0].startswith("ragrig: error: no price for model 'gpt-4o-mini'")
+
+
+def test_report_k_beyond_retrieve_depth_is_refused():
+    with pytest.raises(ConfigError, match=r"report.k_values \[100\] exceed retrieve.depth 50"):
+        validate_all(compose(CONF, ["retrieve.depth=50"]))
+    with pytest.raises(ConfigError, match="generate.n_passages 5 exceeds retrieve.depth 4"):
+        validate_all(
+            compose(CONF, ["retrieve.depth=4", "generate.n_passages=5", "report.k_values=[1]"])
+        )

@@ -70,9 +70,12 @@ def _override_error(exc: Exception, overrides: list[str] | None) -> str:
 def write_params(
     conf_dir: str | Path, output: str | Path, overrides: list[str] | None = None
 ) -> str:
-    """Write the composed params file atomically; return its text."""
+    """Validate the composition (every section and what sections require of each other), then
+    write it atomically; return its text. An invalid composition leaves `output` untouched."""
+    from ragrig.config import validate_all
     from ragrig.io import atomic_write_text
 
     text = compose_yaml(conf_dir, overrides)
+    validate_all(yaml.safe_load(text))
     atomic_write_text(Path(output), text)
     return text
