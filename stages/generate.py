@@ -10,8 +10,10 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
 
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
+    seed = stage.read_runtime(args.params, "seed")
+    threads = stage.read_runtime(args.params, "threads")
+    stage.apply_threads(threads)
+    stage.apply_seed(seed)
 
     from ragrig.generate import generate_all, make_generator, sample_queries
     from ragrig.io import atomic_dir, read_table, write_json, write_table
@@ -22,10 +24,10 @@ def main() -> None:
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     run = read_table(rerank_dir / "run.parquet", "run")
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
-    qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, rt.seed)
+    qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, seed)
     top = run[run["qid"].isin(qids) & (run["rank"] <= cfg.n_passages)].sort_values(["qid", "rank"])
     contexts = {q: [(c, text[c]) for c in g["chunk_id"]] for q, g in top.groupby("qid", sort=True)}
-    generator = make_generator(cfg, seed=rt.seed, threads=rt.threads)
+    generator = make_generator(cfg, seed=seed, threads=threads)
     gens = generate_all(
         generator,
         qids,
