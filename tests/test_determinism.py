@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,9 @@ LATENCY_FILES = {
     "reports/run/plots/latency.png",
 }
 
-# Runs every stage of dvc.yaml in order, through its own wrapper (`stages/<name>.py` with the
-# arguments of its dvc.yaml command), in one process so that torch is imported once.
+# Runs the stages of dvc.yaml (all, or those named, in the order named) through their own
+# wrappers (`stages/<name>.py` with the arguments of their dvc.yaml command, paths under `root`),
+# in one process so that torch is imported once.
 DRIVER = """
 import runpy, shlex, sys
 from pathlib import Path
@@ -44,12 +46,23 @@ import yaml
 
 project, params, root = map(Path, sys.argv[1:4])
 sys.path.insert(0, str(project / "stages"))
-for name, st in yaml.safe_load((project / "dvc.yaml").read_text())["stages"].items():
-    argv = shlex.split(st["cmd"])[1:]
+stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+for name in sys.argv[4:] or list(stages):
+    argv = shlex.split(stages[name]["cmd"])[1:]
     argv = [str(root / a) if a.startswith(("data/", "reports/")) else a for a in argv]
     sys.argv = [str(project / argv[0]), *argv[1:], "--params", str(params)]
     runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+BASE = ["dataset=tiny", "generate=extractive", "report.mlflow.enabled=false"]
+# Backends the default run does not use: seeded IVF, rank-bm25, convex fusion, recursive chunks.
+VARIANT = [
+    "index/dense=ivf",
+    "index.dense.nlist=2",
+    "index/sparse=rank_bm25",
+    "retrieve=hybrid_convex",
+    "chunk=recursive",
+]
 
 
 def _without_ms(value):
@@ -97,35 +110,21 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def _params(tmp: Path) -> Path:
-    path = tmp / "params.yaml"
-    sh(
-        [
-            sys.executable,
-            "-m",
-            "ragrig.cli",
-            "params",
-            "write",
-            "dataset=tiny",
-            "generate=extractive",
-            "report.mlflow.enabled=false",
-            "--output",
-            str(path),
-        ],
-        PROJECT,
-    )
+def _params(path: Path, overrides: list[str]) -> Path:
+    cmd = [sys.executable, "-m", "ragrig.cli", "params", "write", *overrides, "--output", str(path)]
+    sh(cmd, PROJECT)
     return path
 
 
-def test_every_stage_output_is_byte_identical_under_different_hash_seeds(tmp_path):
-    params = _params(tmp_path)
+def _run_twice(params: Path, roots: dict[str, Path], stages: list[str], logs: Path) -> None:
+    """Run `stages` into each root at once, under the string hash seed named by its key."""
     procs = {}
-    for seed in ("1", "2"):
+    for seed, root in roots.items():
         env = project_env(
-            {"PYTHONHASHSEED": seed, "RAGRIG_STAGE_LOG": str(tmp_path / f"log{seed}.jsonl")}
+            {"PYTHONHASHSEED": seed, "RAGRIG_STAGE_LOG": str(logs / f"log{seed}.jsonl")}
         )
         procs[seed] = subprocess.Popen(
-            [sys.executable, "-c", DRIVER, str(PROJECT), str(params), str(tmp_path / seed)],
+            [sys.executable, "-c", DRIVER, str(PROJECT), str(params), str(root), *stages],
             cwd=PROJECT,
             env=env,
             stdout=subprocess.PIPE,
@@ -134,22 +133,54 @@ def test_every_stage_output_is_byte_identical_under_different_hash_seeds(tmp_pat
         )
     for seed, proc in procs.items():
         out, _ = proc.communicate()
-        assert proc.returncode == 0, f"pipeline under PYTHONHASHSEED={seed} failed:\n{out[-4000:]}"
+        assert proc.returncode == 0, f"stages under PYTHONHASHSEED={seed} failed:\n{out[-4000:]}"
 
-    one, two = _files(tmp_path / "1"), _files(tmp_path / "2")
+
+def _assert_identical(one: dict[str, bytes], two: dict[str, bytes], a: Path, b: Path) -> None:
     assert sorted(one) == sorted(two)
+    differ = sorted(rel for rel in one if one[rel] != two[rel])
+    unexplained = [rel for rel in differ if rel not in LATENCY_FILES]
+    assert not unexplained, f"outputs that differ between two identical runs: {unexplained}"
+    for rel in differ:
+        _assert_same_apart_from_latency(rel, a / rel, b / rel)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """The whole pipeline on the tiny fixture, run twice: under PYTHONHASHSEED 1 and 2."""
+    tmp = tmp_path_factory.mktemp("determinism")
+    params = _params(tmp / "params.yaml", BASE)
+    _run_twice(params, {"1": tmp / "1", "2": tmp / "2"}, [], tmp)
+    return tmp
+
+
+def test_every_stage_output_is_byte_identical_under_different_hash_seeds(runs):
+    one, two = _files(runs / "1"), _files(runs / "2")
     for st in yaml.safe_load((PROJECT / "dvc.yaml").read_text())["stages"].values():
         argv = shlex.split(st["cmd"])
         out = argv[argv.index("--out") + 1]
         assert any(rel.startswith(out + "/") for rel in one), f"nothing written to {out}"
     assert "data/index/sparse/vocab.index.json" in one and "data/index/dense.faiss" in one
     assert set(one) >= LATENCY_FILES, sorted(LATENCY_FILES - set(one))
+    _assert_identical(one, two, runs / "1", runs / "2")
 
-    differ = sorted(rel for rel in one if one[rel] != two[rel])
-    unexplained = [rel for rel in differ if rel not in LATENCY_FILES]
-    assert not unexplained, f"outputs that differ between two identical runs: {unexplained}"
-    for rel in differ:
-        _assert_same_apart_from_latency(rel, tmp_path / "1" / rel, tmp_path / "2" / rel)
+
+def test_other_backends_are_byte_identical_under_different_hash_seeds(runs):
+    """IVF, rank-bm25 and convex fusion over the first run's chunks and vectors; then the
+    recursive chunker (last, so that the index is built from the chunks that were embedded; on
+    the fixture's short documents it gives one window per document)."""
+    params = _params(runs / "variant.yaml", [*BASE, *VARIANT])
+    roots = {}
+    for seed in ("3", "4"):
+        roots[seed] = runs / f"variant{seed}"
+        for stage in ("parse", "chunk", "embed"):
+            shutil.copytree(runs / "1" / "data" / stage, roots[seed] / "data" / stage)
+    _run_twice(params, roots, ["index", "retrieve", "chunk"], runs)
+    one, two = _files(roots["3"]), _files(roots["4"])
+    assert "data/index/sparse/tokens.json" in one  # rank-bm25
+    assert json.loads(one["data/index/manifest.json"])["dense"]["method"] == "ivf"
+    assert json.loads(one["data/retrieve/manifest.json"])["method"] == "hybrid_convex"
+    _assert_identical(one, two, roots["3"], roots["4"])
 
 
 BM25_SAVE = """
