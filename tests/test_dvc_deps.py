@@ -139,18 +139,20 @@ def _first_str_arg(node: ast.Call) -> str | None:
 
 
 def params_read(wrapper: Path) -> set[str]:
-    """Params a stage wrapper reads: sections it loads, `runtime.<key>` for each runtime key."""
+    """Params a stage reads, in its wrapper or any module it imports: the sections it loads
+    (`load_section("embed", ...)`) and `runtime.<key>` for each `read_runtime(..., "<key>")`."""
     read: set[str] = set()
-    for node in ast.walk(ast.parse(wrapper.read_text())):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _call_name(node)
-        if name == "load_section" and (section := _first_str_arg(node)):
-            read.add(section)
-        elif name == "read_runtime":
-            key = node.args[1] if len(node.args) > 1 else None
-            assert isinstance(key, ast.Constant), f"{wrapper}: runtime key must be a literal"
-            read.add(f"runtime.{key.value}")
+    for path in {wrapper, *import_closure(wrapper)}:
+        for node in ast.walk(_parsed(path)):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _call_name(node)
+            if name == "load_section" and (section := _first_str_arg(node)):
+                read.add(section)
+            elif name == "read_runtime":
+                key = node.args[1] if len(node.args) > 1 else None
+                assert isinstance(key, ast.Constant), f"{path}: runtime key must be a literal"
+                read.add(f"runtime.{key.value}")
     return read
 
 
