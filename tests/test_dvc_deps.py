@@ -172,7 +172,8 @@ def _parsed(path: Path) -> ast.AST:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-def import_closure(wrapper: Path) -> set[Path]:
+@cache
+def import_closure(wrapper: Path) -> frozenset[Path]:
     """Files of src/ragrig (and stage helpers) that running `wrapper` can import."""
     sections: set[str] = set()
     while True:  # until the sections loaded by name, anywhere in the closure, are all followed
@@ -190,7 +191,7 @@ def import_closure(wrapper: Path) -> set[Path]:
                         todo.append(f)
         selected = set().union(*(_sections_selected(_parsed(p)) for p in {wrapper, *seen}))
         if selected <= sections:
-            return seen
+            return frozenset(seen)
         sections |= selected
 
 
