@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# This checkout's library first, as the stage wrappers do (stages/_bootstrap.py): an editable
+# install may point at another working tree.
+if sys.path[:1] != [str(PROJECT_ROOT / "src")]:
+    sys.path.insert(0, str(PROJECT_ROOT / "src"))
 # Same relative default as conf/dataset/scifact.yaml, resolved against the project root.
 DEFAULT_DATASET_ROOT = (PROJECT_ROOT / ".." / "shared" / "datasets" / "scifact").resolve()
 DEFAULT_PARAMS = PROJECT_ROOT / "params.yaml"
