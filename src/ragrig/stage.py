@@ -11,7 +11,6 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ragrig.errors import RagrigError
 
@@ -26,7 +25,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def read_runtime(params: Path, key: str) -> Any:
+def read_runtime(params: Path, key: str) -> int:
     """One key of the `runtime` section, validated: a stage reads only the keys it declares.
 
     DVC reruns a stage when a parameter it lists in dvc.yaml changes, so each stage lists, and
