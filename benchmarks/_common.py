@@ -1,7 +1,8 @@
-"""Shared helpers for the benchmark scripts: paths, SciFact loading, timing and table output.
+"""Shared helpers for the benchmark scripts: paths, dataset loading, timing and table output.
 
 Every benchmark imports the library's own code paths (``ragrig.*``) and measures on the real
-SciFact data; this module only holds the plumbing they share.
+SciFact data by default (any BEIR folder with --dataset-root; the tests run each benchmark on the
+tiny fixture); this module only holds the plumbing they share.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# This checkout's library first, as the stage wrappers do (stages/_bootstrap.py): an editable
+# install may point at another working tree.
+if sys.path[:1] != [str(PROJECT_ROOT / "src")]:
+    sys.path.insert(0, str(PROJECT_ROOT / "src"))
 # Same relative default as conf/dataset/scifact.yaml, resolved against the project root.
 DEFAULT_DATASET_ROOT = (PROJECT_ROOT / ".." / "shared" / "datasets" / "scifact").resolve()
 DEFAULT_PARAMS = PROJECT_ROOT / "params.yaml"
@@ -51,44 +56,52 @@ def setup_env() -> None:
         os.environ["PATH"] = bindir + os.pathsep + path
 
 
-def apply_runtime(params: Path, torch: bool = False) -> tuple[int, int]:
-    """Seed and thread count from params.yaml's runtime section, as the stage wrappers do."""
+def apply_threads(params: Path, torch: bool = False) -> int:
+    """Thread count from params.yaml's runtime section, applied as the stage wrappers do."""
     from ragrig import stage
-    from ragrig.config import load_section
 
-    rt = load_section("runtime", params)
-    stage.apply_runtime(rt.seed, rt.threads)
+    threads = stage.read_runtime(params, "threads")
+    stage.apply_threads(threads)
     if torch:
-        stage.apply_torch_runtime(rt.seed, rt.threads)
-    return rt.seed, rt.threads
+        stage.apply_torch_threads(threads)
+    return threads
 
 
 @dataclass(frozen=True)
-class SciFact:
-    documents: Any  # pandas DataFrame (documents_table)
-    chunks: Any  # pandas DataFrame (chunk_documents, one chunk per document)
+class Dataset:
+    documents: Any  # pandas DataFrame, the parse stage's documents table
+    queries: Any  # pandas DataFrame, the parse stage's queries table (sorted by qid)
+    chunks: Any  # pandas DataFrame, the chunk stage's chunks table
     query_ids: list[str]
     query_texts: list[str]
     qrels: dict[str, dict[str, int]]
 
 
-def load_scifact(root: Path, split: str = "test", title_separator: str = ". ") -> SciFact:
-    """Documents, chunks, queries and qrels exactly as the parse and chunk stages build them."""
-    from ragrig.chunk import chunk_documents
-    from ragrig.chunk.chunkers import DocumentChunker
-    from ragrig.data.beir import load_beir
-    from ragrig.parse import documents_table
+def load_dataset(root: Path, params: Path, split: str = "test") -> Dataset:
+    """A BEIR folder's documents, queries, qrels and chunks, built by the parse and chunk stages'
+    own library calls with params.yaml's parse and chunk sections (no claim files: the
+    benchmarks do not slice by claim label)."""
+    from ragrig.chunk import chunk_documents, make_chunker
+    from ragrig.config import load_section, validate_section
+    from ragrig.parse import make_parser
 
-    data = load_beir(Path(root), split)
-    docs = documents_table(data, source="beir:scifact", title_separator=title_separator)
-    chunks = chunk_documents(docs, DocumentChunker(), progress=False)
-    qids = sorted(data.queries)
-    return SciFact(
-        documents=docs,
+    root = Path(root)
+    ds = validate_section("dataset", {"name": root.name, "root": str(root), "split": split})
+    parsed = make_parser(load_section("parse", params)).parse(ds)
+    chunks = chunk_documents(
+        parsed.documents, make_chunker(load_section("chunk", params)), progress=False
+    )
+    queries = parsed.queries.sort_values("qid", ignore_index=True)
+    qrels: dict[str, dict[str, int]] = {}
+    for row in parsed.qrels.itertuples(index=False):
+        qrels.setdefault(row.qid, {})[row.doc_id] = int(row.relevance)
+    return Dataset(
+        documents=parsed.documents,
+        queries=queries,
         chunks=chunks,
-        query_ids=qids,
-        query_texts=[data.queries[q] for q in qids],
-        qrels=data.qrels,
+        query_ids=queries["qid"].tolist(),
+        query_texts=queries["text"].tolist(),
+        qrels=qrels,
     )
 
 
@@ -190,13 +203,13 @@ def add_common_args(parser: Any, dataset: bool = True, params: bool = True) -> N
             "--dataset-root",
             type=Path,
             default=DEFAULT_DATASET_ROOT,
-            help="BEIR SciFact folder (default: ../shared/datasets/scifact from the project root)",
+            help="BEIR folder (default: SciFact, ../shared/datasets/scifact from the project root)",
         )
     if params:
         parser.add_argument(
             "--params",
             type=Path,
             default=DEFAULT_PARAMS,
-            help="params.yaml whose embed/index/retrieve/runtime sections are benchmarked",
+            help="params.yaml whose parse/chunk/embed/index/retrieve/runtime sections are used",
         )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")

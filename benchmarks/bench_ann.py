@@ -37,9 +37,8 @@ def embeddings(data, cfg, cache_dir: Path, threads: int):
     """(chunk vectors, query vectors, per-query encode ms, seconds spent, cache hit?)."""
     import numpy as np
 
-    from ragrig.embed import encode_queries_timed
+    from ragrig.embed import encode_queries_timed, make_embedder
     from ragrig.models import model_fingerprint
-    from ragrig.registry import resolve
 
     texts = data.chunks["text"].tolist()
     digest = hashlib.sha256()
@@ -52,7 +51,7 @@ def embeddings(data, cfg, cache_dir: Path, threads: int):
             sort_keys=True,
         ).encode()
     ).hexdigest()[:16]
-    folder = cache_dir / f"scifact-{key}"
+    folder = cache_dir / f"emb-{key}"
     print(f"embeddings cache: {folder}", flush=True)
     if (folder / "chunks.npy").exists() and (folder / "queries.npy").exists():
         meta = json.loads((folder / "meta.json").read_text())
@@ -64,7 +63,7 @@ def embeddings(data, cfg, cache_dir: Path, threads: int):
             True,
         )
     t0 = time.perf_counter()
-    passages = resolve("embedder", cfg.method).from_config(cfg, role="passage")
+    passages = make_embedder(cfg, role="passage")
     chunk_vecs = passages.encode(texts)
     query_vecs, query_ms = encode_queries_timed(
         passages.with_prefix(cfg.query_prefix), data.query_texts, progress=False
@@ -195,11 +194,12 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
 
     C.setup_env()
-    _, threads = C.apply_runtime(args.params, torch=True)
+    threads = C.apply_threads(args.params, torch=True)
 
     import faiss
 
     from ragrig.config import load_params, load_section, validate_section
+    from ragrig.index import SPARSE_INDEXES
     from ragrig.index.config import DenseHnsw, DenseIvf
     from ragrig.index.dense import build_flat, build_hnsw, build_ivf, set_search_params
     from ragrig.metrics.ir import mean_measures, rankings_from_run
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
     ivf_cfg = DenseIvf(nlist=args.nlist)
     k = args.k or int(retrieve_raw.get("ann_recall_k", 10))
 
-    data = C.load_scifact(args.dataset_root)
+    data = C.load_dataset(args.dataset_root, args.params)
     vecs, qvecs, query_ms, embed_s, cached = embeddings(data, embed_cfg, args.cache_dir, threads)
     print(
         f"embeddings: {vecs.shape[0]} x {vecs.shape[1]} ({'cache' if cached else f'{embed_s:.0f} s'})",
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> dict:
     exact_ms = C.median([r["exact_ms"] for r in hnsw_rows + ivf_rows])
 
     # Retrieval quality through the retrieve stage's own code path.
-    sparse = resolve("sparse_index", index_cfg.sparse.method).build(
+    sparse = resolve(SPARSE_INDEXES, index_cfg.sparse.method, "sparse index").build(
         data.chunks["text"].tolist(), index_cfg.sparse
     )
     quality = []
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> dict:
         }
 
     title = (
-        f"SciFact {vecs.shape[0]} x {vecs.shape[1]}, recall@{k} vs exact, {threads} threads, "
+        f"{args.dataset_root.name} {vecs.shape[0]} x {vecs.shape[1]}, recall@{k} vs exact, {threads} threads, "
         f"median of {args.repeats}"
     )
     plot(args.plot, hnsw_rows, ivf_rows, exact_ms, k, title)
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     print("index build s: " + ", ".join(f"{n} {s:.3f}" for n, s in builds.items()))
     C.print_table(
-        "Retrieval quality on SciFact (retrieve_all; efSearch "
+        f"Retrieval quality on {args.dataset_root.name} (retrieve_all; efSearch "
         f"{dense_search.get('ef_search')}, depth {common.get('depth')})",
         ["method", "dense index", "nDCG@10", "R@100", "median ms/q"],
         [

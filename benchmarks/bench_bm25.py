@@ -1,4 +1,4 @@
-"""BM25 backends on SciFact: bm25s vs rank-bm25 through ragrig.index.sparse.
+"""BM25 backends on SciFact (or any BEIR folder): bm25s vs rank-bm25 through ragrig.index.sparse.
 
 Both index the full SciFact corpus as the pipeline does (content = title + '. ' + text, one
 chunk per document) with their ragrig.index.config defaults (SparseBm25s / SparseRankBm25: k1=0.9,
@@ -78,7 +78,7 @@ def _search_breakdown(index, queries: list[str], k: int, repeats: int) -> dict:
             _top_k(f, k)
         t3 = time.perf_counter()
         for f in full:
-            np.argpartition(-f, k)[:k]
+            np.argpartition(-f, k - 1)[:k]
         t4 = time.perf_counter()
         for name, secs in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             parts[name].append(secs / len(queries) * 1e3)
@@ -96,18 +96,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
 
     C.setup_env()
-    _, threads = C.apply_runtime(args.params)
+    threads = C.apply_threads(args.params)
 
     from ragrig.index.config import SparseBm25s, SparseRankBm25
     from ragrig.index.sparse import Bm25sIndex, RankBm25Index
     from ragrig.metrics.ir import mean_measures
     from ragrig.text import tokenize
 
-    data = C.load_scifact(args.dataset_root)
+    data = C.load_dataset(args.dataset_root, args.params)
     texts = data.chunks["text"].tolist()
     chunk_doc = data.chunks["doc_id"].to_numpy()
     chunk_ids = data.chunks["chunk_id"].to_numpy()
     queries, qids = data.query_texts, data.query_ids
+    k = min(args.k, len(texts))  # bm25s's batched retrieve refuses k above the corpus size
     configs = {"bm25s": SparseBm25s(), "rank_bm25": SparseRankBm25()}
     classes = {"bm25s": Bm25sIndex, "rank_bm25": RankBm25Index}
     names = list(configs)
@@ -126,13 +127,13 @@ def main(argv: list[str] | None = None) -> dict:
             indexes[n] = classes[n].build(texts, configs[n])
             t_build[n].append(time.perf_counter() - t0)
         for n in order:
-            secs, ids = _search_one_by_one(indexes[n], queries, args.k)
+            secs, ids = _search_one_by_one(indexes[n], queries, k)
             t_search[n].append(secs)
             results[n] = ids
         t0 = time.perf_counter()
         qtok = tokenize(queries, configs["bm25s"].stemmer, configs["bm25s"].stopwords)
         batched_ids, batched_scores = indexes["bm25s"].model.retrieve(
-            qtok, k=args.k, show_progress=False, n_threads=0
+            qtok, k=k, show_progress=False, n_threads=0
         )
         t_batched.append(time.perf_counter() - t0)
         print(
@@ -144,15 +145,15 @@ def main(argv: list[str] | None = None) -> dict:
             flush=True,
         )
 
-    breakdown = _search_breakdown(indexes["bm25s"], queries, args.k, args.repeats)
+    breakdown = _search_breakdown(indexes["bm25s"], queries, k, args.repeats)
 
     quality = {}
     rankings = {}
     for n in names:
-        rankings[n] = _rankings(results[n], qids, chunk_doc, chunk_ids, args.k)
+        rankings[n] = _rankings(results[n], qids, chunk_doc, chunk_ids, k)
         quality[n] = mean_measures(rankings[n], data.qrels, MEASURES)
     rankings["bm25s_batched"] = _rankings(
-        (batched_scores, batched_ids), qids, chunk_doc, chunk_ids, args.k
+        (batched_scores, batched_ids), qids, chunk_doc, chunk_ids, k
     )
     quality["bm25s_batched"] = mean_measures(rankings["bm25s_batched"], data.qrels, MEASURES)
     top10_overlap = C.median(
@@ -191,9 +192,9 @@ def main(argv: list[str] | None = None) -> dict:
             for stop in ("english", "none"):
                 cfg = SparseBm25s(stemmer=stem, stopwords=stop)
                 idx = Bm25sIndex.build(texts, cfg)
-                _, ids = _search_one_by_one(idx, queries, args.k)
+                _, ids = _search_one_by_one(idx, queries, k)
                 m = mean_measures(
-                    _rankings(ids, qids, chunk_doc, chunk_ids, args.k), data.qrels, MEASURES
+                    _rankings(ids, qids, chunk_doc, chunk_ids, k), data.qrels, MEASURES
                 )
                 ablation.append(
                     {
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
         "config": {
             "documents": len(texts),
             "queries": len(queries),
-            "k": args.k,
+            "k": k,
             "repeats": args.repeats,
             "threads": threads,
         },
@@ -237,7 +238,8 @@ def main(argv: list[str] | None = None) -> dict:
         "published_source": C.PUBLISHED_BM25_SOURCE,
         "gap_to_published": round(gap, 4),
         "target": f"|bm25s nDCG@10 - {C.PUBLISHED_BM25_FLAT_SCIFACT_NDCG10}| <= {TOLERANCE}",
-        "target_met": abs(gap) <= TOLERANCE,
+        # the published figure is SciFact's: on another dataset there is nothing to compare with
+        "target_met": abs(gap) <= TOLERANCE if args.dataset_root.name == "scifact" else None,
         "bm25s_search_breakdown_ms_per_query": breakdown,
         "tokenisation_ablation_bm25s": ablation,
     }
@@ -267,7 +269,7 @@ def main(argv: list[str] | None = None) -> dict:
         ]
     )
     C.print_table(
-        f"BM25 on SciFact ({len(texts)} docs, {len(queries)} queries, top {args.k}), median of {args.repeats}",
+        f"BM25 on {args.dataset_root.name} ({len(texts)} docs, {len(queries)} queries, top {k}), median of {args.repeats}",
         ["backend", "build s", "queries/s", "ms/query", "nDCG@10", "R@100"],
         rows,
     )

@@ -9,8 +9,8 @@ recomposed with the dataset root made absolute. Then:
 (b) a no-op `dvc repro` (repeated; median wall time, target <= 10 s), asserting that no stage ran
     (the stage log gets no new line);
 (c) `dvc exp run -S retrieve.ef_search=64` (Hydra composition, enabled by init-dvc): exactly which
-    stages ran, per the stage log; must be retrieve, rerank, generate, judge, report and nothing
-    upstream of retrieve.
+    stages ran, per the stage log; must start with retrieve, with nothing upstream of it (the
+    stages after it rerun only when their inputs changed).
 
 With Hydra enabled, `dvc exp run` recomposes params.yaml from conf/ with only the -S overrides it
 is given, so the overrides used to write params.yaml (the absolute dataset root, and with --quick
@@ -21,7 +21,7 @@ fails in parse, as that path does not exist beside the copy.
 The copy's own src/ is put first on PYTHONPATH, so its stages run the copied code (the venv's
 editable install points at the original project).
 
-    python benchmarks/bench_pipeline.py [--quick] [--keep]
+    python benchmarks/bench_pipeline.py [--quick] [--keep] [--override KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -123,6 +123,14 @@ def main(argv: list[str] | None = None) -> dict:
         "--workdir", type=Path, default=Path(tempfile.gettempdir()), help="parent of the copy"
     )
     p.add_argument("--quick", action="store_true", help="generate.max_queries=5 (a faster check)")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Hydra override for params.yaml and the experiment, repeatable "
+        "(the tests run `--override dataset=tiny --override generate=extractive`)",
+    )
     p.add_argument("--ef-search", type=int, default=64, help="retrieve.ef_search of the experiment")
     p.add_argument(
         "--noop-repeats", type=int, default=3, help="no-op `dvc repro` runs (median reported)"
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "benchmark copy")
         timed([py, "-m", "ragrig.cli", "init-dvc"], repo, env, logs / "init_dvc.log")
-        overrides = [f"dataset.root={dataset_root}"]
+        overrides = [*args.override, f"dataset.root={dataset_root}"]
         if args.quick:
             overrides.append("generate.max_queries=5")
         timed(
@@ -205,10 +213,14 @@ def main(argv: list[str] | None = None) -> dict:
         exp_s = timed(exp_cmd, repo, env, logs / "exp_run.log")
         exp_events = read_log(stage_log)[n0:]
         exp_stages = [e["stage"] for e in exp_events]
-        exp_ok = exp_stages == DOWNSTREAM_OF_RETRIEVE and all(
-            e["status"] == "ok" for e in exp_events
-        )
         upstream_ran = sorted(set(exp_stages) - set(DOWNSTREAM_OF_RETRIEVE))
+        # retrieve must rerun; what follows reruns only if its input changed (an unchanged
+        # ranking stops the cascade, as on the tiny fixture); nothing upstream may run
+        exp_ok = (
+            exp_stages[:1] == ["retrieve"]
+            and not upstream_ran
+            and all(e["status"] == "ok" for e in exp_events)
+        )
         print(f"dvc exp run: {exp_s:.1f} s, stages {exp_stages}", flush=True)
 
         metrics_exp = headline_metrics(repo / "reports" / "metrics.json")
@@ -250,7 +262,7 @@ def main(argv: list[str] | None = None) -> dict:
                 for e in exp_events
             ],
             "upstream_of_retrieve_ran": upstream_ran,
-            "target": "exactly " + ", ".join(DOWNSTREAM_OF_RETRIEVE),
+            "target": "retrieve, then only stages among " + ", ".join(DOWNSTREAM_OF_RETRIEVE),
             "target_met": exp_ok,
             "exp_run_root_without_override": reverted_root,
         },

@@ -5,10 +5,13 @@ another), prints its table, and hands its figures back as JSON; this driver gath
 the date and machine into one file. `make bench` calls this script.
 
     python benchmarks/run_all.py [--quick] [--only bm25 ann] [--skip pipeline] [--out PATH]
+    python benchmarks/run_all.py --smoke      # every benchmark on the tiny fixture (~2 min)
 
 --quick passes --quick to the pipeline benchmark (generate.max_queries=5) and uses fewer
-repeats elsewhere. A benchmark that fails is recorded as failed and the others still run; the
-exit code is then 1.
+repeats elsewhere. --smoke runs each benchmark on tests/fixtures/tiny_beir with the smallest
+settings (`SMOKE_ARGS`, which the default test run also uses, so no benchmark can rot
+unnoticed); its figures mean nothing and it writes to a temporary file unless --out is given.
+A benchmark that fails is recorded as failed and the others still run; the exit code is then 1.
 """
 
 from __future__ import annotations
@@ -31,6 +34,55 @@ QUICK_ARGS = {
     "embed": ["--n-docs", "300", "--repeats", "2"],
     "pipeline": ["--quick", "--noop-repeats", "1"],
 }
+SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
+# Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
+# scratch folder (the ANN plot and embedding cache must not touch the real ones).
+SMOKE_ARGS = {
+    "bm25": ["--repeats", "1"],
+    "ann": [
+        "--repeats",
+        "1",
+        "--ef",
+        "16",
+        "64",
+        "--nprobe",
+        "1",
+        "2",
+        "--nlist",
+        "2",
+        "--cache-dir",
+        "{tmp}/ann-cache",
+        "--plot",
+        "{tmp}/ann.png",
+    ],  # fmt: skip
+    "embed": ["--n-docs", "10", "--n-queries", "3", "--repeats", "1"],
+    "pipeline": [
+        "--noop-repeats",
+        "1",
+        "--override",
+        "dataset=tiny",
+        "--override",
+        "generate=extractive",
+        "--override",
+        "report.mlflow.enabled=false",
+    ],  # fmt: skip
+}
+
+
+def command(
+    name: str,
+    dataset_root: Path,
+    params: Path,
+    extra: list[str],
+    tmp: Path,
+) -> list[str]:
+    """The command line of one benchmark."""
+    cmd = [sys.executable, str(HERE / f"bench_{name}.py")]
+    if dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
+        cmd += ["--dataset-root", str(dataset_root)]
+    if name != "pipeline" and params.resolve() != C.DEFAULT_PARAMS.resolve():
+        cmd += ["--params", str(params)]
+    return cmd + [a.replace("{tmp}", str(tmp)) for a in extra]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,10 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these")
     p.add_argument("--skip", nargs="+", choices=BENCHMARKS, default=[], help="do not run these")
-    p.add_argument("--quick", action="store_true", help="fast settings for a smoke check")
+    p.add_argument("--quick", action="store_true", help="fewer repeats, fewer generated answers")
+    p.add_argument("--smoke", action="store_true", help="every benchmark on the tiny fixture")
     p.add_argument("--dataset-root", type=Path, default=C.DEFAULT_DATASET_ROOT)
     p.add_argument("--params", type=Path, default=C.DEFAULT_PARAMS)
-    p.add_argument("--out", type=Path, default=HERE / "results.json")
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results.json")
     p.add_argument(
         "--merge",
         action="store_true",
@@ -51,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     C.setup_env()
+    if args.smoke and args.quick:
+        p.error("--smoke and --quick exclude each other")
+    if args.out is None and args.smoke:
+        args.out = Path(tempfile.gettempdir()) / "ragrig-bench-smoke.json"
+    args.out = args.out or HERE / "results.json"
+    dataset_root = SMOKE_DATASET if args.smoke else args.dataset_root
+    extra = SMOKE_ARGS if args.smoke else QUICK_ARGS if args.quick else {}
     names = [n for n in (args.only or BENCHMARKS) if n not in args.skip]
     results: dict = {}
     if args.merge and args.out.exists():
@@ -59,13 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ragrig-bench-") as tmp:
         for name in names:
             out = Path(tmp) / f"{name}.json"
-            cmd = [sys.executable, str(HERE / f"bench_{name}.py")]
-            if args.dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
-                cmd += ["--dataset-root", str(args.dataset_root)]
-            if name != "pipeline" and args.params.resolve() != C.DEFAULT_PARAMS.resolve():
-                cmd += ["--params", str(args.params)]
-            if args.quick:
-                cmd += QUICK_ARGS[name]
+            cmd = command(name, dataset_root, args.params, extra.get(name, []), Path(tmp))
             shown = " ".join(["python", str(Path(cmd[1]).relative_to(C.PROJECT_ROOT)), *cmd[2:]])
             print(f"\n=== {name}: {shown}", flush=True)
             t0 = time.perf_counter()
@@ -94,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         "date_utc": C.now_iso(),
         "machine": C.machine_info(),
         "quick": args.quick,
+        "smoke": args.smoke,
         "targets_met": {n: r.get("target_met") for n, r in results.items()},
         "benchmarks": results,
     }

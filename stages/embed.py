@@ -10,9 +10,9 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
 
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
-    stage.apply_torch_runtime(rt.seed, rt.threads)
+    threads = stage.read_runtime(args.params, "threads")
+    stage.apply_threads(threads)
+    stage.apply_torch_threads(threads)
 
     import numpy as np
     import pandas as pd

@@ -10,8 +10,10 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
 
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
+    seed = stage.read_runtime(args.params, "seed")
+    threads = stage.read_runtime(args.params, "threads")
+    stage.apply_threads(threads)
+    stage.apply_seed(seed)
 
     from ragrig.generate import assemble_contexts, generate_all, make_generator, sample_queries
     from ragrig.io import atomic_dir, read_table, write_json, write_table
@@ -21,11 +23,11 @@ def main() -> None:
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     run = read_table(rerank_dir / "run.parquet", "run")
-    qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, rt.seed)
+    qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, seed)
     contexts = assemble_contexts(
         run, dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), qids, cfg.n_passages
     )
-    generator = make_generator(cfg, seed=rt.seed, threads=rt.threads)
+    generator = make_generator(cfg, seed=seed, threads=threads)
     gens = generate_all(
         generator,
         qids,

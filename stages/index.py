@@ -10,8 +10,7 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
 
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
+    stage.apply_threads(stage.read_runtime(args.params, "threads"))
 
     import time
 

@@ -9,10 +9,6 @@ from ragrig import stage
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
-
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
-
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.judge import judge_all, make_judge
 

@@ -10,11 +10,11 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
 
-    rt = load_section("runtime", args.params)
-    stage.apply_runtime(rt.seed, rt.threads)
+    threads = stage.read_runtime(args.params, "threads")
+    stage.apply_threads(threads)
     cfg = load_section("rerank", args.params)
     if cfg.method != "identity":
-        stage.apply_torch_runtime(rt.seed, rt.threads)
+        stage.apply_torch_threads(threads)
 
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.rerank import make_reranker, rerank_run

@@ -10,7 +10,7 @@ import yaml
 
 from ragrig.config import SECTIONS, load_section, validate_all, validate_section
 from ragrig.errors import ConfigError
-from ragrig.params import compose, compose_yaml
+from ragrig.params import compose, compose_yaml, validate_composition
 
 from .conftest import PROJECT
 
@@ -169,7 +169,7 @@ def test_generator_without_a_price_fails_at_composition_before_any_stage(tmp_pat
         ConfigError,
         match=r"no price for model 'gpt-4o-mini': add 'gpt-4o-mini' under report\.prices",
     ):
-        validate_all(compose(CONF, ["generate=openai_http"]))
+        validate_composition(compose(CONF, ["generate=openai_http"]))
     out = tmp_path / "params.yaml"
     out.write_text("untouched\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="no price for model 'gpt-4o-mini'"):
@@ -191,8 +191,8 @@ def test_cli_params_write_refuses_a_missing_price_in_one_line(tmp_path, capsys):
 
 def test_report_k_beyond_retrieve_depth_is_refused():
     with pytest.raises(ConfigError, match=r"report.k_values \[100\] exceed retrieve.depth 50"):
-        validate_all(compose(CONF, ["retrieve.depth=50"]))
+        validate_composition(compose(CONF, ["retrieve.depth=50"]))
     with pytest.raises(ConfigError, match="generate.n_passages 5 exceeds retrieve.depth 4"):
-        validate_all(
+        validate_composition(
             compose(CONF, ["retrieve.depth=4", "generate.n_passages=5", "report.k_values=[1]"])
         )

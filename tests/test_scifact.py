@@ -14,7 +14,11 @@ from ragrig.parse import documents_table, queries_table
 from .conftest import SHARED
 
 ROOT = SHARED / "datasets" / "scifact"
-pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="SciFact not present")
+# Full-dataset tests run with `make test-slow` (pytest -m slow); the default run leaves them out.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not ROOT.exists(), reason="SciFact not present"),
+]
 
 
 @pytest.fixture(scope="module")

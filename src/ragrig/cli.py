@@ -17,15 +17,14 @@ def _root() -> Path:
 def cmd_params(args: argparse.Namespace) -> int:
     import yaml
 
-    from ragrig.config import validate_all
-    from ragrig.params import compose_yaml, write_params
+    from ragrig.params import compose_yaml, validate_composition, write_params
 
     if args.action == "write":
         write_params(args.conf, args.output, args.overrides)
         print(f"wrote {args.output}")
         return 0
     text = compose_yaml(args.conf, args.overrides)
-    validate_all(yaml.safe_load(text))
+    validate_composition(yaml.safe_load(text))
     current = Path(args.output).read_text(encoding="utf-8") if Path(args.output).exists() else ""
     if current != text:
         print(

@@ -100,38 +100,7 @@ def validate_all(cfg: dict[str, Any]) -> dict[str, Any]:
     extra = set(cfg) - set(SECTIONS)
     if missing or extra:
         raise ConfigError(f"config sections missing: {sorted(missing)}, unknown: {sorted(extra)}")
-    validated = {name: validate_section(name, cfg[name]) for name in SECTIONS}
-    check_cross_sections(validated)
-    return validated
-
-
-def cross_section_problems(validated: dict[str, Any]) -> list[str]:
-    """What one section requires of another, checked before any stage runs: a price for the
-    generator's model (else the report would fail after paid calls), and report k values and
-    a context size the retrieved candidate lists can reach."""
-    from ragrig.report.config import missing_prices, price_hint
-
-    gen, rep, ret = validated["generate"], validated["report"], validated["retrieve"]
-    problems = [
-        price_hint(m, rep.prices_as_of)
-        for m in missing_prices(getattr(gen, "model", gen.method), rep.prices)
-    ]
-    too_deep = [k for k in rep.k_values if k > ret.depth]
-    if too_deep:
-        problems.append(
-            f"report.k_values {too_deep} exceed retrieve.depth {ret.depth}: a ranking is cut at "
-            "depth, so recall@k would be measured on a shorter list; raise retrieve.depth"
-        )
-    if gen.n_passages > ret.depth:
-        problems.append(f"generate.n_passages {gen.n_passages} exceeds retrieve.depth {ret.depth}")
-    return problems
-
-
-def check_cross_sections(validated: dict[str, Any]) -> None:
-    """Raise ConfigError listing every cross-section problem (see cross_section_problems)."""
-    problems = cross_section_problems(validated)
-    if problems:
-        raise ConfigError("; ".join(problems))
+    return {name: validate_section(name, cfg[name]) for name in SECTIONS}
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:

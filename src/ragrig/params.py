@@ -72,10 +72,44 @@ def write_params(
 ) -> str:
     """Validate the composition (every section and what sections require of each other), then
     write it atomically; return its text. An invalid composition leaves `output` untouched."""
-    from ragrig.config import validate_all
     from ragrig.io import atomic_write_text
 
     text = compose_yaml(conf_dir, overrides)
-    validate_all(yaml.safe_load(text))
+    validate_composition(yaml.safe_load(text))
     atomic_write_text(Path(output), text)
     return text
+
+
+def cross_section_problems(validated: dict[str, Any]) -> list[str]:
+    """What one section requires of another, checked before any stage runs: a price for the
+    generator's model (else the report would fail after paid calls), and report k values and
+    a context size the retrieved candidate lists can reach."""
+    from ragrig.report.config import missing_prices, price_hint
+
+    gen, rep, ret = validated["generate"], validated["report"], validated["retrieve"]
+    problems = [
+        price_hint(m, rep.prices_as_of)
+        for m in missing_prices(getattr(gen, "model", gen.method), rep.prices)
+    ]
+    too_deep = [k for k in rep.k_values if k > ret.depth]
+    if too_deep:
+        problems.append(
+            f"report.k_values {too_deep} exceed retrieve.depth {ret.depth}: a ranking is cut at "
+            "depth, so recall@k would be measured on a shorter list; raise retrieve.depth"
+        )
+    if gen.n_passages > ret.depth:
+        problems.append(f"generate.n_passages {gen.n_passages} exceeds retrieve.depth {ret.depth}")
+    return problems
+
+
+def validate_composition(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Validate a composed config: every section (ragrig.config.validate_all), then what the
+    sections require of each other; raise ConfigError listing every problem. Every entry point
+    that composes (params write/check, sweeps, the queue) calls this before any stage runs."""
+    from ragrig.config import validate_all
+
+    validated = validate_all(cfg)
+    problems = cross_section_problems(validated)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return validated

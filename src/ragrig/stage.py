@@ -26,25 +26,48 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def apply_runtime(seed: int, threads: int) -> None:
-    """Seeds and thread counts, from config, applied before any model or index is loaded."""
+def read_runtime(params: Path, key: str) -> int:
+    """One key of the `runtime` section, validated: a stage reads only the keys it declares.
+
+    DVC reruns a stage when a parameter it lists in dvc.yaml changes, so each stage lists, and
+    reads, exactly the runtime keys it uses (`runtime.threads`; `runtime.seed` only where
+    randomness enters the output), never the whole section.
+    """
+    from ragrig.config import load_params, validate_section
+    from ragrig.errors import ConfigError
+
+    section = load_params(params).get("runtime") or {}
+    if key not in section:
+        raise ConfigError(f"{params} has no runtime.{key}")
+    return getattr(validate_section("runtime", {key: section[key]}), key)
+
+
+def apply_threads(threads: int) -> None:
+    """Thread counts of the numeric libraries (`runtime.threads`), set before any of them loads."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def apply_torch_threads(threads: int) -> None:
+    """For stages that run torch models: torch's own thread count."""
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def apply_seed(seed: int) -> None:
+    """Seed Python's and numpy's global generators (`runtime.seed`).
+
+    Only a stage whose output depends on randomness calls this and declares `runtime.seed`;
+    the others are deterministic without a seed, so changing it does not rerun them.
+    """
     random.seed(seed)
     import numpy as np
 
     np.random.seed(seed)
-
-
-def apply_torch_runtime(seed: int, threads: int) -> None:
-    """For stages that run torch models: seed and thread count of torch itself."""
-    import torch
-
-    torch.manual_seed(seed)
-    torch.set_num_threads(threads)
 
 
 def stage_log_path() -> Path:

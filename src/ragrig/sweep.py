@@ -78,11 +78,10 @@ def grid(overrides: list[str]) -> list[list[str]]:
 
 def compose_point(overrides: list[str]) -> dict:
     """Compose and validate one point's config exactly as `dvc exp run -S` will."""
-    from ragrig.config import validate_all
-    from ragrig.params import compose
+    from ragrig.params import compose, validate_composition
 
     cfg = compose(CONF_DIR, overrides)
-    validate_all(cfg)
+    validate_composition(cfg)
     return cfg
 
 
@@ -165,9 +164,9 @@ def _app() -> None:
 
     @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
     def point(cfg: DictConfig) -> int:
-        from ragrig.config import validate_all
+        from ragrig.params import validate_composition
 
-        validate_all(OmegaConf.to_container(cfg, resolve=True))  # fail before any compute
+        validate_composition(OmegaConf.to_container(cfg, resolve=True))  # fail before any compute
         project = Path(hydra.utils.get_original_cwd())
         overrides = point_overrides(
             list(HydraConfig.get().overrides.task), cfg.dataset.root, project

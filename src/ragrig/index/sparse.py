@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.errors import DataValidationError
 from ragrig.text import tokenize
 
 
@@ -23,7 +24,9 @@ class Bm25sIndex:
         import bm25s
 
         model = bm25s.BM25(k1=cfg.k1, b=cfg.b, method="lucene")
-        model.index(tokenize(texts, cfg.stemmer, cfg.stopwords), show_progress=False)
+        model.index(
+            _sorted_vocab_ids(tokenize(texts, cfg.stemmer, cfg.stopwords)), show_progress=False
+        )
         return cls(cfg, model)
 
     def save(self, folder: Path) -> None:
@@ -42,6 +45,20 @@ class Bm25sIndex:
         return _search_all(
             lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs), toks, min(k, n_docs)
         )
+
+
+def _sorted_vocab_ids(tokens: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+    """Token ids from a vocabulary numbered in sorted order.
+
+    Given tokens, bm25s numbers its vocabulary in the iteration order of a Python set, which
+    follows the string hash seed (PYTHONHASHSEED): the saved vocabulary and score matrix would
+    then differ byte for byte between two builds of the same corpus, and every rebuild would
+    miss DVC's run-cache downstream. Passing (ids, vocabulary) makes the numbering ours.
+    """
+    vocab = {token: i for i, token in enumerate(sorted({t for doc in tokens for t in doc}))}
+    if not vocab:
+        raise DataValidationError("bm25: no chunk has an indexable token (all empty or stopwords)")
+    return [[vocab[t] for t in doc] for doc in tokens], vocab
 
 
 class RankBm25Index:

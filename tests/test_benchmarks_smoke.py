@@ -1,0 +1,133 @@
+"""Every benchmark script runs on the tiny fixture, so that none can rot unnoticed.
+
+The four scripts run at once (each in its own process, with run_all.py's SMOKE_ARGS, the same
+settings as `python benchmarks/run_all.py --smoke`); their figures on 20 documents mean nothing
+about speed, but the script must finish and report what it measured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import PROJECT, project_env
+
+BENCH = PROJECT / "benchmarks"
+
+
+def _run_all():
+    sys.path.insert(0, str(BENCH))  # run_all imports its sibling _common
+    try:
+        spec = importlib.util.spec_from_file_location("ragrig_bench_run_all", BENCH / "run_all.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+RUN_ALL = _run_all()
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> dict[str, tuple[int, str, dict | None]]:
+    tmp = tmp_path_factory.mktemp("bench-smoke")
+    procs = {}
+    for name in RUN_ALL.BENCHMARKS:
+        cmd = RUN_ALL.command(
+            name, RUN_ALL.SMOKE_DATASET, PROJECT / "params.yaml", RUN_ALL.SMOKE_ARGS[name], tmp
+        )
+        log = open(tmp / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        procs[name] = (
+            subprocess.Popen(
+                [*cmd, "--json", str(tmp / f"{name}.json")],
+                cwd=PROJECT,
+                env=project_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+            log,
+        )
+    out = {}
+    for name, (proc, log) in procs.items():
+        rc = proc.wait(timeout=900)
+        log.close()
+        result = tmp / f"{name}.json"
+        out[name] = (
+            rc,
+            (tmp / f"{name}.log").read_text(encoding="utf-8", errors="replace"),
+            json.loads(result.read_text()) if result.exists() else None,
+        )
+    out["_tmp"] = tmp
+    return out
+
+
+def _ok(smoke, name: str) -> dict:
+    rc, log, result = smoke[name]
+    assert rc == 0 and result is not None, f"bench_{name}.py failed ({rc}):\n{log[-4000:]}"
+    assert result["benchmark"] == name
+    return result
+
+
+def test_every_benchmark_script_has_a_smoke_run():
+    scripts = {p.stem.removeprefix("bench_") for p in BENCH.glob("bench_*.py")}
+    assert scripts == set(RUN_ALL.BENCHMARKS) == set(RUN_ALL.SMOKE_ARGS)
+
+
+def test_bm25_benchmark(smoke):
+    r = _ok(smoke, "bm25")
+    assert (r["config"]["documents"], r["config"]["queries"], r["config"]["k"]) == (20, 9, 20)
+    # on 20 invented documents every gold document shares terms with its query
+    assert r["backends"]["bm25s"]["ndcg@10"] == 1.0
+    assert r["backends"]["bm25s_batched_retrieve"]["ndcg@10"] == r["backends"]["bm25s"]["ndcg@10"]
+    assert r["target_met"] is None  # the published figure is SciFact's
+    assert len(r["tokenisation_ablation_bm25s"]) == 4
+
+
+def test_ann_benchmark(smoke):
+    r = _ok(smoke, "ann")
+    assert (r["config"]["vectors"], r["config"]["dim"], r["config"]["queries"]) == (20, 384, 9)
+    assert [row["efSearch"] for row in r["hnsw"]] == [16, 64]
+    assert [row["nprobe"] for row in r["ivf"]] == [1, 2]
+    assert r["ivf"][-1]["recall@10"] == 1.0  # nprobe = nlist searches every list: exact
+    assert len(r["quality"]) == 7  # 4 methods over HNSW, 3 over exact (BM25 has no dense index)
+    assert Path(r["plot"]).exists() and Path(r["plot"]).is_relative_to(smoke["_tmp"])
+
+
+def test_embed_benchmark_compares_the_whole_stage_with_a_bare_encode(smoke):
+    r = _ok(smoke, "embed")
+    assert (r["config"]["chunks"], r["config"]["queries"]) == (10, 3)
+    assert len(r["wall_s"]["stage"]) == len(r["wall_s"]["bare"]) == 1
+    assert r["max_abs_vector_diff"] == 0.0  # the stage wrote exactly the bare vectors
+    # the stage's wall time includes its start-up, reads, model load and writes
+    assert r["wall_s"]["stage"][0] > r["stage_logged_body_s_median"] > 0
+
+
+def test_pipeline_benchmark(smoke):
+    r = _ok(smoke, "pipeline")
+    assert r["cold_repro"]["all_stages_ran_ok"] is True
+    assert r["noop_repro"]["stages_ran"] == [0]
+    assert r["exp_run"]["target_met"] is True
+    assert r["exp_run"]["stages_ran"][0]["stage"] == "retrieve"
+    assert r["exp_run"]["upstream_of_retrieve_ran"] == []
+
+
+def test_run_all_records_a_benchmark(tmp_path):
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "run_all.py"), "--smoke", "--only", "bm25", "--out", str(out)],
+        cwd=PROJECT,
+        env=project_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert summary["smoke"] is True and list(summary["benchmarks"]) == ["bm25"]
+    assert "--dataset-root" in summary["benchmarks"]["bm25"]["command"]
+    assert summary["benchmarks"]["bm25"]["config"]["documents"] == 20
