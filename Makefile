@@ -55,12 +55,12 @@ sweep: $(STAMP) .dvc/config
 
 # One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
 exp: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/python -m ragrig.sweep prepare $(ARGS)
 	$(BIN)/dvc exp run $(ARGS)
 
 # One-minute run of the whole pipeline on the 20-document fixture.
 smoke: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep prepare
+	$(BIN)/python -m ragrig.sweep prepare -S dataset=tiny -S generate=extractive
 	$(BIN)/dvc exp run -S dataset=tiny -S generate=extractive
 
 # DVC's experiment queue, JOBS at a time, waits for every point:

@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             ns = p.parse_args(args[1:])
             return queue(project, ns.overrides, ns.jobs)
         if args[:1] == ["prepare"]:
-            uri = prepare(project, args[1:])
+            # accepts `dvc exp run` arguments as they are: the `-S k=v` overrides are checked
+            uri = prepare(project, [a for a in args[1:] if "=" in a and not a.startswith("-")])
             print(f"ready: dvc.lock checked, MLflow store {uri or '(disabled)'}")
             return 0
         prepare(project, [a for a in args if "=" in a and not a.startswith("-")])

@@ -65,3 +65,21 @@ def test_sweep_refuses_a_reserved_parameter_name_before_any_point(tmp_path):
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith("ragrig sweep: error: parameter name(s) ") and "not allowed" in line
         assert not (tmp_path / "m.db").exists()
+
+
+def test_make_exp_refuses_an_unpriced_generator_before_dvc_runs(tmp_path):
+    # `make exp ARGS="-S generate=openai_http"` runs `ragrig.sweep prepare -S generate=openai_http`
+    # first: the paid model has no price in report.prices, so nothing runs and no call is made
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragrig.sweep", "prepare", "-S", "generate=openai_http"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RAGRIG_MLFLOW_URI": f"sqlite:///{tmp_path / 'm.db'}"},
+    )
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("ragrig sweep: error: no price for model 'gpt-4o-mini'")
+    assert not (tmp_path / "m.db").exists()
+    makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
+    assert "ragrig.sweep prepare $(ARGS)\n\t$(BIN)/dvc exp run $(ARGS)" in makefile
