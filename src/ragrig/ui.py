@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ragrig.errors import ServiceError
+from ragrig.process import pid_alive
 
 
 def _state_file(root: Path) -> Path:
@@ -27,7 +28,7 @@ def start(
     state = _state_file(root)
     if state.exists():
         info = json.loads(state.read_text())
-        if _alive(info["pid"]):
+        if pid_alive(info["pid"]):
             return info
         state.unlink()
     state.parent.mkdir(parents=True, exist_ok=True)
@@ -95,16 +96,6 @@ def _check_port_free(host: str, port: int) -> None:
                 f"port {port} on {host} is in use ({exc.strerror}); "
                 f"choose another: make ui PORT=<port> (or ragrig ui start --port <port>)"
             ) from exc
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def group_members(pgid: int) -> list[int]:

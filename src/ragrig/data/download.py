@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ragrig.data.config import Download
 from ragrig.errors import DataValidationError
+from ragrig.process import pid_alive
 
 OWNER_FILE = "owner.pid"  # inside a temp folder: the pid of the process downloading into it
 
@@ -211,16 +212,6 @@ def unpack(archive: Path, dest: Path, url: str) -> str:
     )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temps(root: Path) -> list[Path]:
     """Remove `.<root>.dl-*` folders left by a killed earlier run (owner process gone)."""
     removed = []
@@ -229,7 +220,7 @@ def remove_stale_temps(root: Path) -> list[Path]:
             pid = int((tmp / OWNER_FILE).read_text(encoding="utf-8").strip())
         except (OSError, ValueError):
             pid = None
-        if pid is not None and pid != os.getpid() and _pid_alive(pid):
+        if pid is not None and pid != os.getpid() and pid_alive(pid):
             continue  # another download of the same dataset is running
         shutil.rmtree(tmp, ignore_errors=True)
         removed.append(tmp)

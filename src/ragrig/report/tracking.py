@@ -21,6 +21,7 @@ from typing import Any
 
 from ragrig.metrics.aggregate import flatten, mlflow_key
 from ragrig.paths import project_root
+from ragrig.process import pid_alive
 
 ENV_URI = "RAGRIG_MLFLOW_URI"
 
@@ -89,16 +90,6 @@ def ensure_experiment(uri: str, experiment: str) -> str:
         return client.create_experiment(experiment, artifact_location=artifact_location(uri))
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def fail_abandoned_runs(uri: str, experiment_id: str) -> list[str]:
     """Mark FAILED every RUNNING run of this experiment that a process on this host started and
     that process is gone (killed while logging); return their run ids."""
@@ -114,7 +105,7 @@ def fail_abandoned_runs(uri: str, experiment_id: str) -> list[str]:
     failed = []
     for run in runs:
         pid = run.data.tags.get(TAG_PID, "")
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             client.set_tag(
                 run.info.run_id, TAG_FAILURE, f"process {pid} ended before the run was complete"
             )
