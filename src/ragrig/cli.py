@@ -85,6 +85,19 @@ def cmd_init_dvc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ragrig.calibrate import format_table, run
+    from ragrig.calibrate.config import load_calibrate_config
+
+    cfg = load_calibrate_config(args.config, dataset=args.dataset, out_dir=args.out_dir)
+    report = run(cfg, _root(), write_threshold=False if args.no_write else None)
+    print(format_table(report))
+    print(f"wrote {report['reliability_plot']} and calibration.json, scores.csv beside it")
+    for name, w in report["thresholds_written"].items():
+        print(f"{w['path']}: decision_threshold {w['value']:.4g} (run `make params` next)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -108,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     pu.add_argument("action", choices=["start", "stop"])
     pu.add_argument("--port", type=int, default=5000)
     pu.set_defaults(func=cmd_ui)
+    pc = sub.add_parser(
+        "calibrate", help="measure the judges against MTRAG's human faithfulness ratings"
+    )
+    pc.add_argument("--config", default="conf/calibrate.yaml")
+    pc.add_argument("--dataset", default=None, help="MTRAG human-evaluation file (overrides)")
+    pc.add_argument("--out-dir", default=None, help="report folder (overrides)")
+    pc.add_argument("--no-write", action="store_true", help="do not write thresholds to conf/")
+    pc.set_defaults(func=cmd_calibrate)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
     return p

@@ -20,6 +20,13 @@ class JudgeOverlap(Section):
     min_content_words: int = Field(
         2, gt=0, description="fewer content words: not a checkable claim"
     )
+    decision_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="answer level: an answer whose score is >= this is judged faithful; chosen "
+        "by `ragrig calibrate` on MTRAG's calibration half (None: not calibrated)",
+    )
 
 
 JudgeConfig = Annotated[JudgeOverlap, Field(discriminator="method")]

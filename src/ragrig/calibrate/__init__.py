@@ -1,0 +1,218 @@
+"""`ragrig calibrate`: every configured judge (and baseline) against MTRAG's human faithfulness
+ratings, on a fixed split of tasks into a calibration half and a held-out half.
+
+For each scorer: counts (scored, no_claims, error, invalid), the decision threshold fitted on the
+calibration half (maximum balanced accuracy, ties -> lowest), balanced accuracy, Cohen's kappa,
+ROC-AUC and ECE on the held-out half at that threshold, the reverse direction, and threshold-free
+ROC-AUC / ECE on all answers. Writes `calibration.json`, `scores.csv` (one row per answer and
+scorer) and `reliability.png` under the configured out_dir, and, for pipeline judges, the fitted
+threshold as `decision_threshold` in conf/judge/<name>.yaml.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from ragrig.calibrate.config import CalibrateConfig
+from ragrig.errors import ConfigError, RagrigError
+
+THRESHOLD_KEY = "decision_threshold"
+
+
+def judge_config_path(root: Path, name: str) -> Path:
+    return Path(root) / "conf" / "judge" / f"{name}.yaml"
+
+
+def load_judge_config(root: Path, name: str) -> Any:
+    import yaml
+
+    from ragrig.config import validate_section
+
+    path = judge_config_path(root, name)
+    if not path.is_file():
+        raise ConfigError(f"calibrate.judges names {name!r} but {path} does not exist")
+    return validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def build_scorers(cfg: CalibrateConfig, root: Path) -> list:
+    from ragrig.calibrate.baselines import BASELINES
+    from ragrig.calibrate.core import BaselineScorer, JudgeScorer
+    from ragrig.judge import make_judge
+
+    scorers = [JudgeScorer(n, make_judge(load_judge_config(root, n))) for n in cfg.judges]
+    scorers += [BaselineScorer(n, BASELINES[n]()) for n in cfg.baselines]
+    names = [s.name for s in scorers]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"calibrate: a judge and a baseline share a name: {names}")
+    if not scorers:
+        raise ConfigError("calibrate: no judge and no baseline configured")
+    return scorers
+
+
+def write_decision_threshold(path: Path, value: float, note: str) -> None:
+    """Set `decision_threshold: value` in a judge's YAML, keeping every other line; the line
+    before it is a comment saying what chose it. The result must still validate."""
+    import yaml
+
+    from ragrig.config import validate_section
+    from ragrig.io import atomic_write_text
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept = []
+    for line in lines:
+        if line.startswith(f"{THRESHOLD_KEY}:"):
+            if kept and kept[-1].startswith(f"# {THRESHOLD_KEY}"):
+                kept.pop()
+            continue
+        kept.append(line)
+    kept += [f"# {THRESHOLD_KEY}: {note}", f"{THRESHOLD_KEY}: {value:.4g}"]
+    text = "\n".join(kept) + "\n"
+    validate_section("judge", yaml.safe_load(text))
+    atomic_write_text(path, text)
+
+
+def _scores_csv(rows_by_scorer: dict[str, list], answers: list) -> str:
+    faithful_mean = {(a.task_id, a.model_id): a.mean_rating for a in answers}
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(
+        ["scorer", "task_id", "model_id", "half", "human_mean", "human_faithful", "status", "score"]
+    )
+    for name, rows in rows_by_scorer.items():
+        for r in rows:
+            w.writerow(
+                [
+                    name,
+                    r.task_id,
+                    r.model_id,
+                    r.half,
+                    f"{faithful_mean[(r.task_id, r.model_id)]:.4f}",
+                    r.label,
+                    r.status,
+                    "" if r.score is None else f"{r.score:.6f}",
+                ]
+            )
+    return buf.getvalue()
+
+
+def run(
+    cfg: CalibrateConfig, root: Path | str = ".", write_threshold: bool | None = None
+) -> dict[str, Any]:
+    """Score, fit, measure, write the reports (and the thresholds); return the report."""
+    from ragrig.calibrate.core import CALIBRATION, HELD_OUT, evaluate, score_answers, split_tasks
+    from ragrig.calibrate.mtrag import load_mtrag_human
+    from ragrig.calibrate.plot import reliability_plot
+    from ragrig.io import atomic_write_text, write_json
+
+    root = Path(root)
+    dataset = Path(cfg.dataset)
+    dataset = dataset if dataset.is_absolute() else root / dataset
+    rated = load_mtrag_human(dataset, cfg.faithful_min_mean)
+    split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed)
+    scorers = build_scorers(cfg, root)
+    results, rows_by_scorer = {}, {}
+    for scorer in scorers:
+        rows = score_answers(scorer, rated.answers, split, cfg.question)
+        rows_by_scorer[scorer.name] = rows
+        try:
+            results[scorer.name] = evaluate(rows, cfg.no_claims, cfg.ece_bins)
+        except ValueError as exc:
+            raise RagrigError(f"calibrate {scorer.name} on {rated.path}: {exc}") from exc
+        results[scorer.name]["kind"] = "baseline" if scorer.name in cfg.baselines else "judge"
+    out_dir = Path(cfg.out_dir)
+    out_dir = out_dir if out_dir.is_absolute() else root / out_dir
+    report = {
+        "dataset": str(rated.path),
+        "counts": rated.counts,
+        "faithful_rule": f"mean human faithfulness rating >= {cfg.faithful_min_mean} of 4",
+        "split": {
+            "rule": f"tasks ordered by sha256('{cfg.split.seed}:<task_id>'); first ceil(n/2) "
+            "calibrate, the rest are held out",
+            "seed": cfg.split.seed,
+            "tasks": {CALIBRATION: len(split.calibration), HELD_OUT: len(split.held_out)},
+            "answers": {
+                h: sum(split.half(a.task_id) == h for a in rated.answers)
+                for h in (CALIBRATION, HELD_OUT)
+            },
+        },
+        "config": cfg.model_dump(),
+        "scorers": results,
+        "reliability_plot": str(out_dir / "reliability.png"),
+    }
+    write_json(out_dir / "calibration.json", report)
+    atomic_write_text(out_dir / "scores.csv", _scores_csv(rows_by_scorer, rated.answers))
+    reliability_plot(
+        {n: r["reliability_held_out"] for n, r in results.items()},
+        {n: r["held_out"].get("ece") for n, r in results.items()},
+        out_dir / "reliability.png",
+    )
+    written = {}
+    if cfg.write_threshold if write_threshold is None else write_threshold:
+        for name in cfg.judges:
+            path = judge_config_path(root, name)
+            value = results[name]["threshold"]
+            write_decision_threshold(
+                path,
+                value,
+                f"chosen by `ragrig calibrate` (max balanced accuracy on the calibration half of "
+                f"{Path(cfg.dataset).name}, seed {cfg.split.seed}, no_claims -> {cfg.no_claims})",
+            )
+            written[name] = {"path": str(path), "value": value}
+    report["thresholds_written"] = written
+    return report
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """One row per scorer: the figures the issue's table reports, and their context."""
+
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+
+    cols = [
+        "scorer",
+        "n",
+        "no_claims",
+        "err",
+        "threshold",
+        "BA cal->held",
+        "BA held->cal",
+        "ROC-AUC held",
+        "ROC-AUC all",
+        "kappa held",
+        "ECE held",
+    ]
+    rows = []
+    for name, r in report["scorers"].items():
+        rows.append(
+            [
+                name,
+                r["n"],
+                r["status"]["no_claims"],
+                r["status"]["error"] + r["status"]["invalid"],
+                r["threshold"],
+                r["held_out"]["balanced_accuracy"],
+                r["reverse"]["calibration"]["balanced_accuracy"],
+                r["held_out"]["roc_auc"],
+                r["all"]["roc_auc"],
+                r["held_out"]["cohen_kappa"],
+                r["held_out"]["ece"],
+            ]
+        )
+    cells = [[f(v) for v in row] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    s = report["split"]
+    c = report["counts"]
+    head = (
+        f"{c['evaluations']} rated answers ({c['faithful']} faithful: "
+        f"{report['faithful_rule']}), {c['tasks']} tasks; split seed {s['seed']}: "
+        f"{s['tasks']['calibration']} calibration / {s['tasks']['held_out']} held-out tasks "
+        f"({s['answers']['calibration']} / {s['answers']['held_out']} answers); "
+        f"no_claims -> {report['config']['no_claims']}"
+    )
+    return "\n".join([head, *lines])

@@ -1,0 +1,65 @@
+"""Config of `ragrig calibrate` (conf/calibrate.yaml): not a pipeline stage, not in params.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from ragrig.config import Section, reject_reserved_keys
+from ragrig.errors import ConfigError
+
+DEFAULT_CONFIG = Path("conf") / "calibrate.yaml"
+
+
+class SplitConfig(Section):
+    seed: int = Field(13, description="tasks are ordered by sha256('<seed>:<task_id>')")
+
+
+class CalibrateConfig(Section):
+    dataset: str = Field(
+        "../shared/datasets/mtrag_human/reference_subset_with_human_evaluations.json.gz",
+        description="MTRAG human-evaluation file (.json or .json.gz); relative to the project root",
+    )
+    faithful_min_mean: float = Field(
+        3.0, ge=1, le=4, description="faithful when the mean human rating (1-4) is >= this"
+    )
+    split: SplitConfig = SplitConfig()
+    judges: list[str] = Field(
+        default_factory=lambda: ["overlap"],
+        description="options of conf/judge/, each built with ragrig.judge.make_judge",
+    )
+    baselines: list[Literal["naive_overlap"]] = Field(
+        default_factory=lambda: ["naive_overlap"],
+        description="calibration-only scorers (ragrig.calibrate.baselines)",
+    )
+    no_claims: Literal["faithful", "unfaithful", "exclude"] = Field(
+        "faithful",
+        description="how a no_claims verdict scores: 1.0, 0.0, or left out of the metrics "
+        "(always counted apart)",
+    )
+    question: Literal["last_turn", "conversation"] = "conversation"
+    ece_bins: int = Field(10, ge=1, le=100)
+    out_dir: str = "reports/calibration"
+    write_threshold: bool = Field(
+        True, description="write the threshold fitted on the calibration half into conf/judge/"
+    )
+
+
+def load_calibrate_config(path: str | Path = DEFAULT_CONFIG, **overrides) -> CalibrateConfig:
+    """Read and validate the calibration config; keyword overrides (not None) replace keys."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read calibration config {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} does not hold a mapping")
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    reject_reserved_keys(raw, "calibrate")
+    try:
+        return CalibrateConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid calibration config {path}:\n{exc}") from exc
