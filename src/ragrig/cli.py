@@ -93,7 +93,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     report = run(cfg, _root(), write_threshold=False if args.no_write else None)
     print(format_table(report))
     print(f"wrote {report['reliability_plot']} and calibration.json, scores.csv beside it")
-    for name, w in report["thresholds_written"].items():
+    for w in report["thresholds_written"].values():
         print(f"{w['path']}: decision_threshold {w['value']:.4g} (run `make params` next)")
     return 0
 
