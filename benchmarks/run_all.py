@@ -27,14 +27,18 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
     "embed": ["--n-docs", "300", "--repeats", "2"],
     "pipeline": ["--quick", "--noop-repeats", "1"],
+    "calibrate": ["--quick"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
+# Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
+# and under --smoke get their own fixture instead of tiny_beir.
+OWN_SMOKE_DATASET = {"calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"}
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
 SMOKE_ARGS = {
@@ -66,6 +70,7 @@ SMOKE_ARGS = {
         "--override",
         "report.mlflow.enabled=false",
     ],  # fmt: skip
+    "calibrate": ["--quick", "--plot", "{tmp}/calibration.png"],
 }
 
 
@@ -78,7 +83,10 @@ def command(
 ) -> list[str]:
     """The command line of one benchmark."""
     cmd = [sys.executable, str(HERE / f"bench_{name}.py")]
-    if dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
+    if name in OWN_SMOKE_DATASET:
+        if dataset_root.resolve() == SMOKE_DATASET.resolve():
+            cmd += ["--dataset-root", str(OWN_SMOKE_DATASET[name])]
+    elif dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
         cmd += ["--dataset-root", str(dataset_root)]
     if name != "pipeline" and params.resolve() != C.DEFAULT_PARAMS.resolve():
         cmd += ["--params", str(params)]

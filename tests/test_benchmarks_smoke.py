@@ -1,6 +1,6 @@
 """Every benchmark script runs on the tiny fixture, so that none can rot unnoticed.
 
-The four scripts run at once (each in its own process, with run_all.py's SMOKE_ARGS, the same
+Every script runs at once (each in its own process, with run_all.py's SMOKE_ARGS, the same
 settings as `python benchmarks/run_all.py --smoke`); their figures on 20 documents mean nothing
 about speed, but the script must finish and report what it measured.
 """
@@ -115,6 +115,20 @@ def test_pipeline_benchmark(smoke):
     assert r["exp_run"]["target_met"] is True
     assert r["exp_run"]["stages_ran"][0]["stage"] == "retrieve"
     assert r["exp_run"]["upstream_of_retrieve_ran"] == []
+
+
+def test_calibrate_benchmark_on_the_mtrag_shaped_fixture(smoke):
+    r = _ok(smoke, "calibrate")
+    assert r["config"]["dataset"].endswith(
+        "tiny_mtrag/reference_subset_with_human_evaluations.json"
+    )
+    assert (r["counts"]["evaluations"], r["counts"]["faithful"]) == (16, 8)
+    assert r["split"]["tasks"] == {"calibration": 4, "held_out": 4}
+    assert set(r["scorers"]) == {"overlap", "naive_overlap"}
+    # held out: faithful 1, 7/8, 1, 0 against unfaithful 1/7, 1/7, 0, 0 (fixture README)
+    assert r["scorers"]["naive_overlap"]["roc_auc_held_out"] == 0.8125
+    assert r["target_met"] is None  # the targets are MTRAG's
+    assert Path(r["plot"]).exists() and Path(r["plot"]).is_relative_to(smoke["_tmp"])
 
 
 def test_run_all_records_a_benchmark(tmp_path):
