@@ -16,7 +16,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate
 
 setup: $(STAMP)
 
@@ -76,6 +76,12 @@ ui-stop: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui stop
 
 params: $(STAMP)
+	$(BIN)/python -m ragrig.cli params write
+
+# Judges against MTRAG's human faithfulness ratings (conf/calibrate.yaml): a table, then
+# reports/calibration/, the fitted decision_threshold in conf/judge/, params.yaml recomposed.
+calibrate: $(STAMP)
+	$(BIN)/python -m ragrig.cli calibrate
 	$(BIN)/python -m ragrig.cli params write
 
 lint: $(STAMP)

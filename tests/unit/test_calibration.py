@@ -389,7 +389,9 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     assert naive["held_out"]["roc_auc"] == 13 / 16
     assert naive["threshold"] == pytest.approx(5 / 6)  # calibration: 1, 1, 1, 5/6 vs <= 1/4
     written = yaml.safe_load((root / "conf/judge/overlap.yaml").read_text())["decision_threshold"]
-    assert written == pytest.approx(report["scorers"]["overlap"]["threshold"], abs=5e-4)
+    assert written == report["scorers"]["overlap"]["threshold"]  # exact: no rounding
+    assert report["dataset"] == "data/reference_subset_with_human_evaluations.json.gz"
+    assert report["reliability_plot"] == "reports/calibration/reliability.png"
     assert (root / "reports/calibration/reliability.png").read_bytes()[:4] == b"\x89PNG"
     csv_lines = (root / "reports/calibration/scores.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + 2 * 16
@@ -408,9 +410,11 @@ def test_ragrig_calibrate_bad_file_is_one_error_line(tmp_path, monkeypatch, caps
     data["evaluations"][5]["annotations"]["faithfulness"]["a0"]["value"] = "7"
     bad = root / "bad.json"
     bad.write_text(json.dumps(data))
+    before = (root / "conf/judge/overlap.yaml").read_text()
     monkeypatch.chdir(root)
     assert cli.main(["calibrate", "--dataset", str(bad)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad) in err[0] and "evaluations[5]" in err[0]
     assert "rating '7' is not one of 1-4" in err[0]
-    assert "decision_threshold" not in (root / "conf/judge/overlap.yaml").read_text()
+    assert (root / "conf/judge/overlap.yaml").read_text() == before
+    assert not (root / "reports").exists()

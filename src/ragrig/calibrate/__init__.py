@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,8 @@ def write_decision_threshold(path: Path, value: float, note: str) -> None:
                 kept.pop()
             continue
         kept.append(line)
-    kept += [f"# {THRESHOLD_KEY}: {note}", f"{THRESHOLD_KEY}: {value:.4g}"]
+    # repr: the exact float, so no answer's prediction changes by rounding the threshold
+    kept += [f"# {THRESHOLD_KEY}: {note}", f"{THRESHOLD_KEY}: {float(value)!r}"]
     text = "\n".join(kept) + "\n"
     validate_section("judge", yaml.safe_load(text))
     atomic_write_text(path, text)
@@ -98,6 +100,12 @@ def _scores_csv(rows_by_scorer: dict[str, list], answers: list) -> str:
     return buf.getvalue()
 
 
+def _shown(path: Path, root: Path, configured: str) -> str:
+    """A path as the config gave it: relative to the project root when configured relative
+    (so a committed report names no machine's folders), else absolute."""
+    return str(path) if Path(configured).is_absolute() else os.path.relpath(path, root)
+
+
 def run(
     cfg: CalibrateConfig, root: Path | str = ".", write_threshold: bool | None = None
 ) -> dict[str, Any]:
@@ -125,7 +133,7 @@ def run(
     out_dir = Path(cfg.out_dir)
     out_dir = out_dir if out_dir.is_absolute() else root / out_dir
     report = {
-        "dataset": str(rated.path),
+        "dataset": _shown(rated.path, root, cfg.dataset),
         "counts": rated.counts,
         "faithful_rule": f"mean human faithfulness rating >= {cfg.faithful_min_mean} of 4",
         "split": {
@@ -140,7 +148,7 @@ def run(
         },
         "config": cfg.model_dump(),
         "scorers": results,
-        "reliability_plot": str(out_dir / "reliability.png"),
+        "reliability_plot": _shown(out_dir / "reliability.png", root, cfg.out_dir),
     }
     write_json(out_dir / "calibration.json", report)
     atomic_write_text(out_dir / "scores.csv", _scores_csv(rows_by_scorer, rated.answers))
