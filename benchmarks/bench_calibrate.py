@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
         shutil.copyfile(Path(tmp) / "reliability.png", args.plot)
 
     rated = load_mtrag_human(dataset, cfg.faithful_min_mean)
-    split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed)
+    split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed, cfg.split.group)
     speed = {}
     for scorer in build_scorers(cfg, C.PROJECT_ROOT):
         passes = []
@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
             "no_claims": cfg.no_claims,
             "question": cfg.question,
             "split_seed": cfg.split.seed,
+            "split_group": cfg.split.group,
             "repeats": repeats,
             "threads": threads,
         },

@@ -202,6 +202,22 @@ def test_split_is_by_task_deterministic_and_documented():
     assert (len(odd.calibration), len(odd.held_out)) == (3, 2)
 
 
+def test_split_by_conversation_keeps_every_turn_together():
+    ids = [f"c{i}<::>{turn}" for i in range(9) for turn in range(1, 1 + i % 3 + 1)]
+    s = core.split_tasks(ids, seed=13, group="conversation")
+    convs = sorted({t.split("<::>")[0] for t in ids})
+    order = sorted(convs, key=lambda c: hashlib.sha256(f"13:{c}".encode()).hexdigest())
+    assert s.calibration == frozenset(t for t in ids if t.split("<::>")[0] in order[:5])
+    assert s.held_out == frozenset(ids) - s.calibration
+    by_task = core.split_tasks(ids, seed=13)
+    straddling = {t.split("<::>")[0] for t in by_task.calibration} & {
+        t.split("<::>")[0] for t in by_task.held_out
+    }
+    assert straddling  # which is what group=conversation prevents
+    with pytest.raises(ValueError, match="need at least 2 conversations"):
+        core.split_tasks(["c1<::>1", "c1<::>2"], seed=13, group="conversation")
+
+
 def _rows(labels_scores: dict[str, list[tuple[int, float | None]]], split) -> list[core.Scored]:
     rows = []
     for tid, items in labels_scores.items():

@@ -119,7 +119,7 @@ def run(
     dataset = Path(cfg.dataset)
     dataset = dataset if dataset.is_absolute() else root / dataset
     rated = load_mtrag_human(dataset, cfg.faithful_min_mean)
-    split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed)
+    split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed, cfg.split.group)
     scorers = build_scorers(cfg, root)
     results, rows_by_scorer = {}, {}
     for scorer in scorers:
@@ -137,9 +137,10 @@ def run(
         "counts": rated.counts,
         "faithful_rule": f"mean human faithfulness rating >= {cfg.faithful_min_mean} of 4",
         "split": {
-            "rule": f"tasks ordered by sha256('{cfg.split.seed}:<task_id>'); first ceil(n/2) "
-            "calibrate, the rest are held out",
+            "rule": f"{cfg.split.group}s ordered by sha256('{cfg.split.seed}:<{cfg.split.group} "
+            "id>'); the tasks of the first ceil(n/2) calibrate, the rest are held out",
             "seed": cfg.split.seed,
+            "group": cfg.split.group,
             "tasks": {CALIBRATION: len(split.calibration), HELD_OUT: len(split.held_out)},
             "answers": {
                 h: sum(split.half(a.task_id) == h for a in rated.answers)
@@ -166,7 +167,8 @@ def run(
                 path,
                 value,
                 f"chosen by `ragrig calibrate` (max balanced accuracy on the calibration half of "
-                f"{Path(cfg.dataset).name}, seed {cfg.split.seed}, no_claims -> {cfg.no_claims})",
+                f"{Path(cfg.dataset).name}, by {cfg.split.group}, seed {cfg.split.seed}, "
+                f"no_claims -> {cfg.no_claims})",
             )
             written[name] = {"path": str(path), "value": value}
     report["thresholds_written"] = written
@@ -218,7 +220,7 @@ def format_table(report: dict[str, Any]) -> str:
     c = report["counts"]
     head = (
         f"{c['evaluations']} rated answers ({c['faithful']} faithful: "
-        f"{report['faithful_rule']}), {c['tasks']} tasks; split seed {s['seed']}: "
+        f"{report['faithful_rule']}), {c['tasks']} tasks; split by {s['group']}, seed {s['seed']}: "
         f"{s['tasks']['calibration']} calibration / {s['tasks']['held_out']} held-out tasks "
         f"({s['answers']['calibration']} / {s['answers']['held_out']} answers); "
         f"no_claims -> {report['config']['no_claims']}"

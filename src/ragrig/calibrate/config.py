@@ -16,6 +16,11 @@ DEFAULT_CONFIG = Path("conf") / "calibrate.yaml"
 
 class SplitConfig(Section):
     seed: int = Field(13, description="tasks are ordered by sha256('<seed>:<task_id>')")
+    group: Literal["task", "conversation"] = Field(
+        "task",
+        description="what stays together in one half: each task (its answers), or each "
+        "conversation (the task id before '<::>': all its turns)",
+    )
 
 
 class CalibrateConfig(Section):

@@ -3,7 +3,9 @@ decision threshold on one half and measuring on the other.
 
 The split is fixed by the config's seed: tasks are ordered by sha256("<seed>:<task_id>") and the
 first ceil(n/2) form the calibration half, the rest the held-out half. It is by task, so the
-answers of one task (MTRAG: three responders) are always in the same half.
+answers of one task (MTRAG: three responders) are always in the same half; `group:
+conversation` keeps every turn of one conversation together too (MTRAG's 159 tasks come from
+20 conversations, whose turns share passages).
 
 The decision threshold that is reported and written into config is fitted on the calibration
 half only (`fit_on` receives nothing else). The reverse direction (fit on the held-out half,
@@ -41,13 +43,23 @@ class Split:
         raise KeyError(f"task {task_id!r} is in neither half of the split")
 
 
-def split_tasks(task_ids: Iterable[str], seed: int) -> Split:
+CONVERSATION_SEP = "<::>"  # MTRAG task ids: "<conversation id><::><turn>"
+
+
+def split_tasks(task_ids: Iterable[str], seed: int, group: str = "task") -> Split:
+    """Order the groups (each task, or each conversation: the task id before `<::>`) by
+    sha256("<seed>:<group>"); the tasks of the first ceil(n/2) groups calibrate."""
     ids = sorted(set(task_ids))
-    if len(ids) < 2:
-        raise ValueError(f"need at least 2 tasks to split, got {len(ids)}")
-    order = sorted(ids, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
-    cut = math.ceil(len(order) / 2)
-    return Split(seed, frozenset(order[:cut]), frozenset(order[cut:]))
+    if group not in ("task", "conversation"):
+        raise ValueError(f"split group must be 'task' or 'conversation', got {group!r}")
+    key = (lambda t: t) if group == "task" else (lambda t: t.split(CONVERSATION_SEP)[0])
+    groups = sorted({key(t) for t in ids})
+    if len(groups) < 2:
+        raise ValueError(f"need at least 2 {group}s to split, got {len(groups)}")
+    order = sorted(groups, key=lambda g: hashlib.sha256(f"{seed}:{g}".encode()).hexdigest())
+    first = set(order[: math.ceil(len(order) / 2)])
+    cal = frozenset(t for t in ids if key(t) in first)
+    return Split(seed, cal, frozenset(ids) - cal)
 
 
 @dataclass(frozen=True)
