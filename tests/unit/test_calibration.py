@@ -278,6 +278,24 @@ def test_evaluate_reports_held_out_metrics_at_the_calibration_threshold():
     assert result["all"]["n"] == 16
 
 
+def test_a_held_out_half_of_one_class_is_reported_not_averaged():
+    split, data, cal, held = _data()
+    for t in held:
+        data[t] = [(1, s) for _, s in data[t]]  # every held-out answer rated faithful
+    result = core.evaluate(_rows(data, split), "faithful", 10)
+    assert result["threshold"] == 0.6  # fitted on the calibration half as before
+    assert result["held_out"]["roc_auc"] is None
+    assert "both human classes" in result["held_out"]["undefined"]["roc_auc"]
+    assert result["held_out"]["balanced_accuracy"] is None
+    assert result["reverse"]["threshold"] is None
+    assert "both human classes" in result["reverse"]["undefined"]
+    # one class in the calibration half: nothing can be fitted, which is an error
+    for t in cal:
+        data[t] = [(1, s) for _, s in data[t]]
+    with pytest.raises(ValueError, match="fitting a threshold needs both human classes"):
+        core.evaluate(_rows(data, split), "faithful", 10)
+
+
 @pytest.mark.parametrize(
     ("mode", "n_measured", "score_seen"), [("faithful", 17, 1.0), ("unfaithful", 17, 0.0)]
 )
@@ -408,6 +426,9 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     assert written == report["scorers"]["overlap"]["threshold"]  # exact: no rounding
     assert report["dataset"] == "data/reference_subset_with_human_evaluations.json.gz"
     assert report["reliability_plot"] == "reports/calibration/reliability.png"
+    assert report["thresholds_written"] == {
+        "overlap": {"path": "conf/judge/overlap.yaml", "value": written}
+    }
     assert (root / "reports/calibration/reliability.png").read_bytes()[:4] == b"\x89PNG"
     csv_lines = (root / "reports/calibration/scores.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + 2 * 16

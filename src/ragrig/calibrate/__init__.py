@@ -170,8 +170,10 @@ def run(
                 f"{Path(cfg.dataset).name}, by {cfg.split.group}, seed {cfg.split.seed}, "
                 f"no_claims -> {cfg.no_claims})",
             )
-            written[name] = {"path": str(path), "value": value}
+            written[name] = {"path": os.path.relpath(path, root), "value": value}
     report["thresholds_written"] = written
+    if written:
+        write_json(out_dir / "calibration.json", report)
     return report
 
 
@@ -204,7 +206,7 @@ def format_table(report: dict[str, Any]) -> str:
                 r["status"]["error"] + r["status"]["invalid"],
                 r["threshold"],
                 r["held_out"]["balanced_accuracy"],
-                r["reverse"]["calibration"]["balanced_accuracy"],
+                r["reverse"]["calibration"].get("balanced_accuracy"),
                 r["held_out"]["roc_auc"],
                 r["all"]["roc_auc"],
                 r["held_out"]["cohen_kappa"],

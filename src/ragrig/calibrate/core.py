@@ -176,8 +176,16 @@ def evaluate(
     usable = metric_rows(rows, no_claims)
     cal = [(r, s) for r, s in usable if r.half == CALIBRATION]
     held = [(r, s) for r, s in usable if r.half == HELD_OUT]
-    threshold, fit_ba = fit(cal)
-    reverse_threshold, reverse_fit_ba = fit(held)
+    threshold, fit_ba = fit(cal)  # a calibration half that cannot be fitted stops here
+    try:
+        reverse_threshold, reverse_fit_ba = fit(held)
+        reverse = {
+            "threshold": reverse_threshold,
+            "fit_balanced_accuracy": reverse_fit_ba,
+            "calibration": _summary(cal, reverse_threshold, n_bins),
+        }
+    except ValueError as exc:  # the reverse direction is a check: say why it is missing
+        reverse = {"threshold": None, "undefined": str(exc), "calibration": {}}
     status = Counter(r.status for r in rows)
     no_claims_rows = [r for r in rows if r.status == "no_claims"]
     everything = M.summarise(
@@ -200,11 +208,7 @@ def evaluate(
         "threshold": threshold,
         "calibration_fit_balanced_accuracy": fit_ba,
         "held_out": _summary(held, threshold, n_bins),
-        "reverse": {
-            "threshold": reverse_threshold,
-            "fit_balanced_accuracy": reverse_fit_ba,
-            "calibration": _summary(cal, reverse_threshold, n_bins),
-        },
+        "reverse": reverse,
         "all": {k: everything[k] for k in ("n", "n_faithful", "roc_auc", "ece")},
         "reliability_held_out": [
             b.__dict__ for b in M.reliability_bins(*_labels_scores(held), n_bins)
