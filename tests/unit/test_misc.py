@@ -71,7 +71,12 @@ def test_packaged_models_resolve_without_hub():
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ragrig"
 # A stage package may look down to these packages; every other cross-package import is sideways.
-LOOKS_DOWN_TO = {"parse": {"data"}, "retrieve": {"index"}, "report": {"metrics"}}
+LOOKS_DOWN_TO = {
+    "parse": {"data"},
+    "retrieve": {"index"},
+    "report": {"metrics"},
+    "calibrate": {"judge", "metrics"},  # runs the judges against human labels
+}
 ORCHESTRATORS = {"cli", "sweep", "params"}  # drive or compose the whole pipeline
 
 
