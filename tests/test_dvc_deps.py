@@ -218,6 +218,14 @@ def compare(closure: set[Path], declared: list[Path], wrapper: Path) -> tuple[li
         for d in declared
         if d != wrapper and not any(_covers(d, f) for f in closure)
     )
+    # a declared folder reruns the stage on an edit to any file in it: all must be imported
+    unused += sorted(
+        str(f.relative_to(PROJECT))
+        for d in declared
+        if d.is_dir() and any(_covers(d, f) for f in closure)
+        for f in d.rglob("*.py")
+        if "__pycache__" not in f.parts and f not in closure
+    )
     return missing, unused
 
 
@@ -299,4 +307,8 @@ def test_compare_flags_both_directions():
     declared = [wrapper, STAGES_DIR / "_bootstrap.py", lib / "judge", lib / "embed"]
     missing, unused = compare(closure, declared, wrapper)
     assert unused == ["src/ragrig/embed"]  # a folder the judge never imports
+    # a folder only partly imported: its other files are named (an edit to them would rerun)
+    report = STAGES_DIR / "report.py"
+    _, partly = compare(import_closure(report), [report, lib / "metrics"], report)
+    assert partly == ["src/ragrig/metrics/calibration.py"]
     assert "src/ragrig/io.py" in missing and "src/ragrig/judge/overlap.py" not in missing
