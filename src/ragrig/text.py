@@ -5,13 +5,60 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+# Citation markers opening a segment: "[1]", "[2][3]", "[1, 2]".
+_LEADING_CITES = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    # clean=False keeps the text verbatim, so segments map back to character offsets.
+    return pysbd.Segmenter(language="en", clean=False, char_span=False)
+
+
+@lru_cache(maxsize=8192)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) character offsets of each sentence of `text`, whitespace trimmed.
+
+    Segmentation is pySBD's rule set (abbreviations such as "et al.", "e.g.", "Fig. 2",
+    "Dr.", decimals), with one repair for citations: a citation marker that opens a segment
+    ("... fever. [1] It ...") belongs to the sentence before it, and a segment that opens with
+    a citation followed by a lower-case word ("Smith et al. [3] showed ...") was never a new
+    sentence. Cached by text: contexts recur across answers."""
+    if not text.strip():
+        return ()
+    spans: list[list[int]] = []
+    pos = 0
+    for seg in _segmenter().segment(text):
+        start = text.find(seg, pos)
+        if start < 0:  # pySBD kept the text verbatim so far; never guess an offset
+            raise ValueError(f"sentence segmenter altered the text near offset {pos}")
+        end = start + len(seg)
+        pos = end
+        lead = _LEADING_CITES.match(seg)
+        if spans and lead:
+            rest = seg[lead.end() :].lstrip()
+            if not rest or rest[0].islower():
+                spans[-1][1] = end  # mid-sentence citation: one sentence
+                continue
+            spans[-1][1] = start + lead.end()  # the citation closes the sentence before
+            start += lead.end()
+        spans.append([start, end])
+    out = []
+    for start, end in spans:
+        chunk = text[start:end]
+        lstrip = len(chunk) - len(chunk.lstrip())
+        rstrip = len(chunk) - len(chunk.rstrip())
+        if end - rstrip > start + lstrip:
+            out.append((start + lstrip, end - rstrip))
+    return tuple(out)
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split on sentence-final punctuation followed by an upper-case or digit start."""
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+    """The sentences of `text` (see `sentence_spans`), whitespace trimmed."""
+    return [text[a:b] for a, b in sentence_spans(text)]
 
 
 def strip_citations(text: str) -> str:
