@@ -27,12 +27,13 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "probes"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
     "embed": ["--n-docs", "300", "--repeats", "2"],
     "pipeline": ["--quick", "--noop-repeats", "1"],
+    "probes": ["--quick"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
@@ -66,6 +67,7 @@ SMOKE_ARGS = {
         "--override",
         "report.mlflow.enabled=false",
     ],  # fmt: skip
+    "probes": ["--mtrag-root", str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag")],
 }
 
 

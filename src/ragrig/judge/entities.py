@@ -7,7 +7,8 @@ model-free check (regular expressions and capitalisation):
   "of"/"de"/"la"/"von"/"van" when a capitalised word follows, and words with an inner capital or
   a digit ("NASA", "mRNA", "ADAR1", "COVID-19"). A capitalised sentence opener is a name unless
   it is a stop word, a common opener ("However", "Yes") or an -ly adverb. A name is found when the
-  context holds it as a whole phrase, ignoring case and a possessive "'s".
+  context holds it as a whole phrase, ignoring case and a possessive "'s"; a single plain
+  capitalised word also when the context holds its stem ("Antibiotic" in "antibiotics").
 * **numbers and dates**: digits ("1,000", "2.5", "50%", "2008") and number words ("two",
   "twelve"), with a scale word ("5 million") applied. They compare as numbers: "1,000" equals
   "1000", "24 hours" does not match "25 hours".
@@ -203,9 +204,25 @@ def check(answer: str, context: str | list[str]) -> EntityCheck:
     for v in numbers(answer):
         if v not in answer_numbers:
             answer_numbers.append(v)
+    ctx_stems: set[str] | None = None
+
+    def seen(name: str) -> bool:
+        nonlocal ctx_stems
+        if _phrase_in(name, ctx):
+            return True
+        if " " in name or _is_marked(name):
+            return False
+        # one plain capitalised word ("Antibiotic overuse ..."): its stem will do ("antibiotics")
+        from ragrig.text import tokenize
+
+        if ctx_stems is None:
+            ctx_stems = set(tokenize([ctx], stopwords="none")[0])
+        stem = tokenize([name], stopwords="none")[0]
+        return bool(stem) and stem[0] in ctx_stems
+
     return EntityCheck(
         names=tuple(answer_names),
         numbers=tuple(_fmt(v) for v in answer_numbers),
-        unseen_names=tuple(n for n in answer_names if not _phrase_in(n, ctx)),
+        unseen_names=tuple(n for n in answer_names if not seen(n)),
         unseen_numbers=tuple(_fmt(v) for v in answer_numbers if v not in found_numbers),
     )

@@ -1,0 +1,176 @@
+"""What the judge still accepts after a change of meaning: perturbation probes per kind.
+
+Builds the probe set of `build_probes.py` (SciFact dev claims with SUPPORT rationales from
+--dataset-root, MTRAG answers rated faithful from --mtrag-root; or reads one with --probes) and
+runs each judge over every probe as a one-claim answer against the probe's contexts. A probe is
+*flagged* when the judge scores it below 1 (a claim not supported), *accepted* at 1, and counted
+apart when the judge finds no claim in it.
+
+Judges: the configured `judge` section of params.yaml (`overlap` with its entity/number check)
+and the same judge without the entity/number check (the lexical overlap alone). Per kind: the
+share flagged, and, for the perturbations, the share flagged among probes whose original claim
+the judge accepted (what a perturbation does to an answer the judge believed). Targets (issue 6):
+negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim with its
+evidence split across two adjacent sentences still supported >= 90%. The lexical judge is not
+expected to meet them.
+
+    python benchmarks/bench_probes.py [--quick] [--mtrag-root DIR|none] [--probes FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import _common as C
+import build_probes as B
+
+TARGETS = {
+    "negation": ("flagged", 0.95),
+    "changed_number": ("flagged", 0.90),
+    "swapped_entity": ("flagged", 0.90),
+    "split_evidence": ("supported", 0.90),
+}
+QUICK_MAX_CLAIMS = 40
+
+
+def judges(params: Path) -> dict:
+    from ragrig.config import load_section
+    from ragrig.judge import make_judge
+
+    cfg = load_section("judge", params)
+    out = {}
+    if getattr(cfg, "entity_check", False):
+        out["overlap_lexical"] = make_judge(cfg.model_copy(update={"entity_check": False}))
+    out[cfg.method + ("+entities" if getattr(cfg, "entity_check", False) else "")] = make_judge(cfg)
+    return out
+
+
+def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
+    """probe id -> accepted / flagged / no_claims, and the wall time."""
+    out = {}
+    t0 = time.perf_counter()
+    for p in probes:
+        v = judge.judge("", p["claim"], p["contexts"])
+        out[p["id"]] = "no_claims" if v.score is None else "accepted" if v.score == 1 else "flagged"
+    return out, time.perf_counter() - t0
+
+
+def summarise(probes: list[dict], result: dict[str, str]) -> dict:
+    accepted_original = {
+        p["source_id"] for p in probes if p["kind"] == "original" and result[p["id"]] == "accepted"
+    }
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for p in probes:
+        by_kind[p["kind"]].append(p)
+    rows = {}
+    for kind in B.KINDS:
+        ps = by_kind.get(kind, [])
+        n = len(ps)
+        counts = {s: sum(result[p["id"]] == s for p in ps) for s in ("accepted", "flagged")}
+        no_claims = n - counts["accepted"] - counts["flagged"]
+        judged = n - no_claims
+        row = {
+            "n": n,
+            "no_claims": no_claims,
+            "flagged": counts["flagged"] / judged if judged else None,
+            "supported": counts["accepted"] / judged if judged else None,
+        }
+        if kind in B.PERTURBATIONS:
+            cond = [p for p in ps if p["source_id"] in accepted_original]
+            flagged = sum(result[p["id"]] == "flagged" for p in cond)
+            row["n_original_accepted"] = len(cond)
+            row["flagged_given_original_accepted"] = flagged / len(cond) if cond else None
+        if kind in TARGETS:
+            measure, target = TARGETS[kind]
+            row["target"] = {measure: target}
+            row["target_met"] = None if row[measure] is None else row[measure] >= target
+        rows[kind] = row
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    C.add_common_args(p)
+    p.add_argument("--mtrag-root", type=B.root_or_none, default=B.DEFAULT_MTRAG_ROOT)
+    p.add_argument("--probes", type=Path, default=None, help="a built probe file instead")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--max-claims", type=int, default=None, help="per source (seeded sample)")
+    p.add_argument("--quick", action="store_true", help=f"--max-claims {QUICK_MAX_CLAIMS}")
+    args = p.parse_args(argv)
+    C.setup_env()
+    C.apply_threads(args.params)
+    max_claims = args.max_claims or (QUICK_MAX_CLAIMS if args.quick else None)
+    t0 = time.perf_counter()
+    try:
+        if args.probes is not None:
+            probes, stats = B.read_jsonl(args.probes), None
+        else:
+            probes, stats = B.build(args.dataset_root, args.mtrag_root, args.seed, max_claims)
+    except B.ProbeError as exc:
+        print(f"bench_probes: {exc}", file=sys.stderr)
+        return 2
+    build_s = time.perf_counter() - t0
+    if not probes:
+        print("bench_probes: no probe was built (no supported claim found)", file=sys.stderr)
+        return 2
+
+    result = {
+        **C.header("probes", ["pysbd"]),
+        "config": {
+            "dataset_root": str(args.dataset_root),
+            "mtrag_root": str(args.mtrag_root),
+            "probes_file": str(args.probes) if args.probes else None,
+            "seed": args.seed,
+            "max_claims": max_claims,
+            "probes": len(probes),
+            "build_s": round(build_s, 2),
+            "by_source": stats,
+        },
+        "backends": {},
+    }
+    from ragrig.text import split_sentences
+
+    t0 = time.perf_counter()  # the segmenter caches contexts: warm it for every judge alike
+    for ctx in {c for p in probes for c in p["contexts"]}:
+        split_sentences(ctx)
+    result["config"]["segment_contexts_s"] = round(time.perf_counter() - t0, 2)
+    for name, judge in judges(args.params).items():
+        outcome, seconds = run_judge(judge, probes)
+        rows = summarise(probes, outcome)
+        result["backends"][name] = {
+            "claims_per_s": round(len(probes) / seconds, 1) if seconds else None,
+            "kinds": rows,
+        }
+        C.print_table(
+            f"judge {name}: {len(probes)} probes, {len(probes) / seconds:.0f} claims/s",
+            ["kind", "n", "no_claims", "flagged", "supported", "flagged|orig ok", "target"],
+            [
+                [
+                    kind,
+                    r["n"],
+                    r["no_claims"],
+                    r["flagged"],
+                    r["supported"],
+                    r.get("flagged_given_original_accepted"),
+                    "" if "target" not in r else f"{r['target']} met={r['target_met']}",
+                ]
+                for kind, r in rows.items()
+            ],
+            digits=3,
+        )
+    default = list(result["backends"])[-1]
+    mets = [r["target_met"] for r in result["backends"][default]["kinds"].values() if "target" in r]
+    result["target_met"] = False if False in mets else None if None in mets or not mets else True
+    result["target_judge"] = default
+    C.write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
