@@ -6,8 +6,9 @@ runs each judge over every probe as a one-claim answer against the probe's conte
 *flagged* when the judge scores it below 1 (a claim not supported), *accepted* at 1, and counted
 apart when the judge finds no claim in it.
 
-Judges: the configured `judge` section of params.yaml (`overlap` with its entity/number check)
-and the same judge without the entity/number check (the lexical overlap alone). Per kind: the
+Judges: the configured `judge` section of params.yaml (`overlap` with its entity/number and
+negation checks), and, for comparison, the same judge without its negation check
+(`overlap_entities`) and without both (`overlap_lexical`, the lexical overlap alone). Per kind: the
 share flagged, and, for the perturbations, the share flagged among probes whose original claim
 the judge accepted (what a perturbation does to an answer the judge believed). Targets (issue 6):
 negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim with its
@@ -38,14 +39,18 @@ QUICK_MAX_CLAIMS = 40
 
 
 def judges(params: Path) -> dict:
+    """The configured judge last; before it, for an overlap judge, the same without its
+    negation check, and without both checks (the lexical overlap alone)."""
     from ragrig.config import load_section
     from ragrig.judge import make_judge
 
     cfg = load_section("judge", params)
     out = {}
-    if getattr(cfg, "entity_check", False):
-        out["overlap_lexical"] = make_judge(cfg.model_copy(update={"entity_check": False}))
-    out[cfg.method + ("+entities" if getattr(cfg, "entity_check", False) else "")] = make_judge(cfg)
+    if cfg.method == "overlap":
+        off = {"entity_check": False, "negation_check": False}
+        out["overlap_lexical"] = make_judge(cfg.model_copy(update=off))
+        out["overlap_entities"] = make_judge(cfg.model_copy(update={"negation_check": False}))
+    out[f"{cfg.method}_configured"] = make_judge(cfg)
     return out
 
 

@@ -270,3 +270,33 @@ def test_entity_check_rejects_a_swapped_name():
     ctx = ["Phobos orbits Mars every eight hours."]
     assert OverlapJudge().judge("q", "Deimos orbits Mars every eight hours.", ctx).score == 0.0
     assert OverlapJudge().judge("q", "Phobos orbits Mars every eight hours.", ctx).score == 1.0
+
+
+# --- negation check and evidence windows ------------------------------------------------------
+
+
+def test_negated_claim_needs_a_negated_sentence():
+    answer = "Aspirin does not reduce fever."
+    assert OverlapJudge(negation_check=False).judge("q", answer, CTX).score == 1.0
+    assert OverlapJudge().judge("q", answer, CTX).score == 0.0
+    # a negated claim backed by a negated sentence stays supported
+    ctx = ["Aspirin does not cure gout in adults."]
+    assert OverlapJudge().judge("q", "Aspirin does not cure gout.", ctx).score == 1.0
+
+
+def test_negation_check_is_one_way(reference):
+    # the reference lesson: a context negation is not seen (it may belong to another clause)
+    ex = reference["unseen_entity_flag"]
+    assert OverlapJudge().judge("", ex["answer"], [ex["context"]]).score == 1.0
+
+
+def test_window_joins_adjacent_sentences_of_one_passage():
+    ctx = ["The county library opens on weekdays. It offers guides for appeals."]
+    answer = "The county library opens on weekdays and offers guides for appeals."
+    assert OverlapJudge().judge("q", answer, ctx).score == 0.0  # 4/7 words in one sentence
+    assert OverlapJudge(window=2).judge("q", answer, ctx).score == 1.0
+    # two passages are never one window
+    split = ["The county library opens on weekdays.", "It offers guides for appeals."]
+    assert OverlapJudge(window=2).judge("q", answer, split).score == 0.0
+    with pytest.raises(ValueError, match="window"):
+        OverlapJudge(window=0)

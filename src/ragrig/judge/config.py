@@ -24,6 +24,13 @@ class JudgeOverlap(Section):
         True,
         description="a claim whose names or numbers are absent from the context is unsupported",
     )
+    negation_check: bool = Field(
+        True,
+        description="a negated claim needs a supporting sentence that is negated too",
+    )
+    window: int = Field(
+        1, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
+    )
 
 
 JudgeConfig = Annotated[JudgeOverlap, Field(discriminator="method")]

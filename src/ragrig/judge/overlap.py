@@ -19,6 +19,8 @@ _ATTRIBUTION = re.compile(
     r"(?:\s+(?:provided|given|above))?\s*,\s*",
     re.IGNORECASE,
 )
+# Negation cues: a claim that negates needs a supporting sentence that negates too.
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot)\b|n't\b", re.IGNORECASE)
 # Answer particles: "Yes, in 2008" checks "2008"; a bare "Yes" checks the question's terms.
 _PARTICLES = frozenset({"yes", "no", "yeah", "nope", "correct", "indeed", "true", "false"})
 
@@ -38,9 +40,12 @@ class ClaimSet:
 
 class OverlapJudge:
     """A claim (an answer sentence, or a clause of it) is supported when at least
-    `support_threshold` of its stemmed content words occur in a single context sentence and, with
+    `support_threshold` of its stemmed content words occur in a single context sentence (or, with
+    `window` > 1, in a run of up to `window` adjacent sentences of one passage) and, with
     `entity_check`, every name and number of it occurs in the context (numbers compared as
-    numbers: "25 hours" is not "24 hours").
+    numbers: "25 hours" is not "24 hours"); with `negation_check`, a claim holding a negation
+    ("not", "no", "never", "n't") needs a supporting sentence that holds one too (one direction
+    only: a context sentence's negation may belong to another clause).
 
     Claims come from a sentence segmenter that knows abbreviations and citations. A refusal
     (every sentence declines: "I do not have specific information", "The provided passages don't
@@ -59,14 +64,38 @@ class OverlapJudge:
         support_threshold: float = 0.6,
         min_content_words: int = 2,
         entity_check: bool = True,
+        negation_check: bool = True,
+        window: int = 1,
     ):
+        if window < 1:
+            raise ValueError(f"window must be >= 1 sentence, got {window}")
         self.threshold = support_threshold
         self.min_words = min_content_words
         self.entity_check = entity_check
+        self.negation_check = negation_check
+        self.window = window
 
     @classmethod
     def from_config(cls, cfg: Any) -> OverlapJudge:
-        return cls(cfg.support_threshold, cfg.min_content_words, cfg.entity_check)
+        return cls(
+            cfg.support_threshold,
+            cfg.min_content_words,
+            cfg.entity_check,
+            cfg.negation_check,
+            cfg.window,
+        )
+
+    def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], bool]]:
+        """(content words, negated) of every context sentence and, with `window` > 1, of every
+        run of up to `window` adjacent sentences of one passage."""
+        units = []
+        for c in contexts:
+            sents = [(self._words(s), bool(_NEGATION.search(s))) for s in split_sentences(c)]
+            for i in range(len(sents)):
+                for j in range(i + 1, min(i + self.window, len(sents)) + 1):
+                    run = sents[i:j]
+                    units.append((set().union(*(w for w, _ in run)), any(n for _, n in run)))
+        return units
 
     @staticmethod
     def _words(text: str) -> set[str]:
@@ -107,9 +136,21 @@ class OverlapJudge:
     def claims(self, answer: str, question: str = "") -> list[str]:
         return self.claim_set(question, answer).claims
 
-    def supported(self, words: set[str], context_sentences: list[set[str]], short: bool = False):
-        best = max((len(words & s) / len(words) for s in context_sentences), default=0.0)
-        return best >= (1.0 if short else self.threshold)
+    def supported(
+        self,
+        words: set[str],
+        context_sentences: list[tuple[set[str], bool]],
+        short: bool = False,
+        negated: bool = False,
+    ) -> bool:
+        """Some context sentence holds enough of `words` (all of them for a short answer) and,
+        when the claim is `negated` and `negation_check` is on, holds a negation too."""
+        need = 1.0 if short else self.threshold
+        need_negation = negated and self.negation_check
+        return any(
+            len(words & s) / len(words) >= need and (neg or not need_negation)
+            for s, neg in context_sentences
+        )
 
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None
@@ -123,10 +164,10 @@ class OverlapJudge:
                 else ("refusal" if kind == REFUSAL else "no checkable claim")
             )
             return Verdict([], [], [], reason=reason, kind=kind)
-        ctx = [self._words(s) for c in contexts for s in split_sentences(c)]
+        ctx = self.evidence_units(contexts)
         sup = []
         for c in cs.claims:
-            ok = self.supported(cs.words[c], ctx, cs.short)
+            ok = self.supported(cs.words[c], ctx, cs.short, bool(_NEGATION.search(cs.surface[c])))
             if ok and self.entity_check:
                 ok = not ent.check(cs.surface[c], contexts).flag
             if ok:
