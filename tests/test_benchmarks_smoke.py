@@ -1,6 +1,6 @@
 """Every benchmark script runs on the tiny fixture, so that none can rot unnoticed.
 
-The four scripts run at once (each in its own process, with run_all.py's SMOKE_ARGS, the same
+The five scripts run at once (each in its own process, with run_all.py's SMOKE_ARGS, the same
 settings as `python benchmarks/run_all.py --smoke`); their figures on 20 documents mean nothing
 about speed, but the script must finish and report what it measured.
 """
@@ -115,6 +115,14 @@ def test_pipeline_benchmark(smoke):
     assert r["exp_run"]["target_met"] is True
     assert r["exp_run"]["stages_ran"][0]["stage"] == "retrieve"
     assert r["exp_run"]["upstream_of_retrieve_ran"] == []
+
+
+def test_probes_benchmark(smoke):
+    r = _ok(smoke, "probes")
+    assert r["config"]["probes"] == 25  # tiny_beir claims + tests/fixtures/tiny_mtrag
+    kinds = r["backends"]["overlap_configured"]["kinds"]
+    assert (kinds["negation"]["n"], kinds["negation"]["flagged"]) == (7, 1.0)
+    assert r["target_met"] is False  # the split-evidence case needs more than one sentence
 
 
 def test_run_all_records_a_benchmark(tmp_path):
