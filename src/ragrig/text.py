@@ -32,9 +32,11 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     spans: list[list[int]] = []
     pos = 0
     for seg in _segmenter().segment(text):
-        start = text.find(seg, pos)
-        if start < 0:  # pySBD kept the text verbatim so far; never guess an offset
-            raise ValueError(f"sentence segmenter altered the text near offset {pos}")
+        start = text.find(seg, pos) if seg else -1
+        if start < 0:  # a segment not found verbatim: the rest stays one sentence
+            break
+        if text[pos:start].strip():  # text the segmenter skipped is never dropped
+            spans.append([pos, start])
         end = start + len(seg)
         pos = end
         lead = _LEADING_CITES.match(seg)
@@ -46,6 +48,8 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
             spans[-1][1] = start + lead.end()  # the citation closes the sentence before
             start += lead.end()
         spans.append([start, end])
+    if text[pos:].strip():  # nothing returned (pySBD #126) or a segment not found
+        spans.append([pos, len(text)])
     out = []
     for start, end in spans:
         chunk = text[start:end]

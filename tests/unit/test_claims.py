@@ -300,3 +300,31 @@ def test_window_joins_adjacent_sentences_of_one_passage():
     assert OverlapJudge(window=2).judge("q", answer, split).score == 0.0
     with pytest.raises(ValueError, match="window"):
         OverlapJudge(window=0)
+
+
+class _Lossy:
+    def __init__(self, segments):
+        self.segments = segments
+
+    def segment(self, text):
+        return self.segments
+
+
+@pytest.mark.parametrize(
+    ("segments", "expected"),
+    [
+        ([], ["Mars has two moons. Phobos orbits Mars."]),  # nothing returned (pySBD #126)
+        (["Mars has two moons. "], ["Mars has two moons.", "Phobos orbits Mars."]),
+        (["Phobos orbits Mars."], ["Mars has two moons.", "Phobos orbits Mars."]),
+        (["Mars has two moons. ", "Phobos orbits MARS"], ["Mars has two moons.", "Phobos orbits Mars."]),
+    ],
+)  # fmt: skip
+def test_text_the_segmenter_drops_is_kept(monkeypatch, segments, expected):
+    import ragrig.text as text_mod
+
+    monkeypatch.setattr(text_mod, "_segmenter", lambda: _Lossy(segments))
+    text_mod.sentence_spans.cache_clear()
+    try:
+        assert split_sentences("Mars has two moons. Phobos orbits Mars.") == expected
+    finally:
+        text_mod.sentence_spans.cache_clear()
