@@ -15,6 +15,10 @@ negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim
 evidence split across two adjacent sentences still supported >= 90%. The lexical judge is not
 expected to meet them.
 
+It also times the sentence segmenter (sentences/s over the first --segmenter-docs abstracts of
+--dataset-root, uncached) and the configured judge over every rated MTRAG answer (answers/s,
+cold segmentation cache; target: >= 10 answers/s).
+
     python benchmarks/bench_probes.py [--quick] [--mtrag-root DIR|none] [--probes FILE]
 """
 
@@ -97,6 +101,59 @@ def summarise(probes: list[dict], result: dict[str, str]) -> dict:
     return rows
 
 
+def segmenter_speed(root: Path, n_docs: int) -> dict:
+    """Sentences/s of `ragrig.text.sentence_spans` (uncached) on the first abstracts of a corpus."""
+    from ragrig.data.beir import iter_jsonl
+    from ragrig.text import sentence_spans
+
+    corpus = root / "corpus.jsonl"
+    if not corpus.exists():
+        corpus = root / "corpus.jsonl.gz"
+    texts = []
+    for _, rec in iter_jsonl(corpus):
+        texts.append(rec.get("text", ""))
+        if len(texts) == n_docs:
+            break
+    t0 = time.perf_counter()
+    n = sum(len(sentence_spans.__wrapped__(t)) for t in texts)
+    seconds = time.perf_counter() - t0
+    return {
+        "documents": len(texts),
+        "sentences": n,
+        "seconds": round(seconds, 3),
+        "sentences_per_s": round(n / seconds, 1) if seconds else None,
+        "documents_per_s": round(len(texts) / seconds, 1) if seconds else None,
+    }
+
+
+def judge_speed(judge, mtrag_root: Path) -> dict:
+    """Answers/s of a judge over every rated MTRAG answer with its task's passages (question:
+    the last user turn), segmentation cache cleared first, as a fresh judge stage would be."""
+    from ragrig.text import sentence_spans
+
+    data = B._read_mtrag(mtrag_root)
+    docs = {d["document_id"]: d.get("text", "") for d in data.get("documents", [])}
+    tasks = {t["task_id"]: t for t in data.get("tasks", [])}
+    items = []
+    for ev in data.get("evaluations", []):
+        task = tasks[ev["task_id"]]
+        question = next(
+            (t["text"] for t in reversed(task.get("input", [])) if t.get("speaker") == "user"), ""
+        )
+        contexts = [docs[c["document_id"]] for c in task.get("contexts", [])]
+        items.append((question, ev.get("model_response", ""), contexts))
+    sentence_spans.cache_clear()
+    t0 = time.perf_counter()
+    for question, answer, contexts in items:
+        judge.judge(question, answer, contexts)
+    seconds = time.perf_counter() - t0
+    return {
+        "answers": len(items),
+        "seconds": round(seconds, 3),
+        "answers_per_s": round(len(items) / seconds, 1) if seconds else None,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -106,8 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", type=Path, default=None, help="a built probe file instead")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--max-claims", type=int, default=None, help="per source (seeded sample)")
-    p.add_argument("--quick", action="store_true", help=f"--max-claims {QUICK_MAX_CLAIMS}")
+    p.add_argument("--segmenter-docs", type=int, default=300, help="abstracts timed")
+    p.add_argument(
+        "--quick", action="store_true", help=f"--max-claims {QUICK_MAX_CLAIMS}, 100 abstracts"
+    )
     args = p.parse_args(argv)
+    if args.quick:
+        args.segmenter_docs = min(args.segmenter_docs, 100)
     C.setup_env()
     C.apply_threads(args.params)
     max_claims = args.max_claims or (QUICK_MAX_CLAIMS if args.quick else None)
@@ -168,6 +230,19 @@ def main(argv: list[str] | None = None) -> int:
                 for kind, r in rows.items()
             ],
             digits=3,
+        )
+    result["segmenter"] = segmenter_speed(args.dataset_root, args.segmenter_docs)
+    print(
+        f"\nsegmenter: {result['segmenter']['sentences']} sentences of "
+        f"{result['segmenter']['documents']} documents, "
+        f"{result['segmenter']['sentences_per_s']} sentences/s"
+    )
+    if args.mtrag_root is not None:
+        judge = list(judges(args.params).values())[-1]
+        result["judge_speed_mtrag"] = judge_speed(judge, args.mtrag_root)
+        print(
+            f"judge: {result['judge_speed_mtrag']['answers']} MTRAG answers, "
+            f"{result['judge_speed_mtrag']['answers_per_s']} answers/s"
         )
     default = list(result["backends"])[-1]
     mets = [r["target_met"] for r in result["backends"][default]["kinds"].values() if "target" in r]

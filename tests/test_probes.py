@@ -187,3 +187,5 @@ def test_bench_probes_on_the_fixtures(tmp_path):
     split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
     assert (split["n"], split["supported"], split["target_met"]) == (1, 0.0, False)
     assert r["target_met"] is False and r["target_judge"] == "overlap_configured"
+    assert (r["segmenter"]["documents"], r["segmenter"]["sentences"]) == (20, 35)
+    assert r["judge_speed_mtrag"]["answers"] == 5 and r["judge_speed_mtrag"]["answers_per_s"] > 0
