@@ -18,6 +18,27 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False, char_span=False)
 
 
+# Abbreviations pySBD ends a sentence at: a segment ending in one never ends a sentence when the
+# next opens with a digit, a lower-case letter or a bracket ("approx. 5 mg", "Eq. 3", "Tab. 2");
+# "cf.", "ca." and "approx." never end one.
+_ABBREV_END = re.compile(
+    r"\b(?:approx|ca|cf|resp|eqs?|refs?|tabs?|suppl|vols?|figs|ch|sect|nos?)\.\s*$", re.IGNORECASE
+)
+_ABBREV_ALWAYS = re.compile(r"\b(?:approx|ca|cf)\.\s*$", re.IGNORECASE)
+
+
+def _continues(previous: str, segment: str) -> bool:
+    if not _ABBREV_END.search(previous):
+        return False
+    head = segment.lstrip()[:1]
+    return (
+        bool(_ABBREV_ALWAYS.search(previous))
+        or head.isdigit()
+        or head.islower()
+        or head in ("(", "[")
+    )
+
+
 @lru_cache(maxsize=8192)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) character offsets of each sentence of `text`, whitespace trimmed.
@@ -50,6 +71,13 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
         spans.append([start, end])
     if text[pos:].strip():  # nothing returned (pySBD #126) or a segment not found
         spans.append([pos, len(text)])
+    merged: list[list[int]] = []
+    for span in spans:
+        if merged and _continues(text[merged[-1][0] : merged[-1][1]], text[span[0] : span[1]]):
+            merged[-1][1] = span[1]
+        else:
+            merged.append(span)
+    spans = merged
     out = []
     for start, end in spans:
         chunk = text[start:end]

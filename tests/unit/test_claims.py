@@ -37,6 +37,19 @@ from ragrig.text import sentence_spans, split_sentences
             "The value was 1.8 microm2/ms (p = 0.016). Dr. Jones agreed! Yes, in 2008.",
             ["The value was 1.8 microm2/ms (p = 0.016).", "Dr. Jones agreed!", "Yes, in 2008."],
         ),
+        # abbreviations pySBD does not know, repaired
+        (
+            "The FDA approved it in Jan. 2020. Approx. 5 mg/kg was used. See Eq. 3 and Tab. 2 "
+            "here. It was ca. 40 years. We used No. 5. The end.",
+            [
+                "The FDA approved it in Jan. 2020.",
+                "Approx. 5 mg/kg was used.",
+                "See Eq. 3 and Tab. 2 here.",
+                "It was ca. 40 years.",
+                "We used No. 5.",
+                "The end.",
+            ],
+        ),
         ("  Norway ", ["Norway"]),
         ("", []),
         (" \n\t", []),
