@@ -10,7 +10,8 @@ Judges: the configured `judge` section of params.yaml (`overlap` with its entity
 negation checks), and, for comparison, the same judge without its negation check
 (`overlap_entities`) and without both (`overlap_lexical`, the lexical overlap alone). Per kind: the
 share flagged, and, for the perturbations, the share flagged among probes whose original claim
-the judge accepted (what a perturbation does to an answer the judge believed). Targets (issue 6):
+the judge accepted (what a perturbation does to an answer the judge believed; for the split
+case, the share still supported among those). Per source (SciFact, MTRAG) in the JSON. Targets:
 negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim with its
 evidence split across two adjacent sentences still supported >= 90%. The lexical judge is not
 expected to meet them.
@@ -93,6 +94,11 @@ def summarise(probes: list[dict], result: dict[str, str]) -> dict:
             flagged = sum(result[p["id"]] == "flagged" for p in cond)
             row["n_original_accepted"] = len(cond)
             row["flagged_given_original_accepted"] = flagged / len(cond) if cond else None
+        if kind == "split_evidence":
+            cond = [p for p in ps if p["source_id"] in accepted_original]
+            kept = sum(result[p["id"]] == "accepted" for p in cond)
+            row["n_original_accepted"] = len(cond)
+            row["supported_given_original_accepted"] = kept / len(cond) if cond else None
         if kind in TARGETS:
             measure, target = TARGETS[kind]
             row["target"] = {measure: target}
@@ -210,13 +216,23 @@ def main(argv: list[str] | None = None) -> int:
     for name, judge in judges(args.params).items():
         outcome, seconds = run_judge(judge, probes)
         rows = summarise(probes, outcome)
+        sources = sorted({p.get("source", "") for p in probes})
         result["backends"][name] = {
             "claims_per_s": round(len(probes) / seconds, 1) if seconds else None,
             "kinds": rows,
+            "by_source": {
+                src: {
+                    kind: {k: r[k] for k in ("n", "flagged", "supported")}
+                    for kind, r in summarise(
+                        [p for p in probes if p.get("source", "") == src], outcome
+                    ).items()
+                }
+                for src in sources
+            },
         }
         C.print_table(
             f"judge {name}: {len(probes)} probes, {len(probes) / seconds:.0f} claims/s",
-            ["kind", "n", "no_claims", "flagged", "supported", "flagged|orig ok", "target"],
+            ["kind", "n", "no_claims", "flagged", "supported", "same|orig ok", "target"],
             [
                 [
                     kind,
@@ -224,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
                     r["no_claims"],
                     r["flagged"],
                     r["supported"],
-                    r.get("flagged_given_original_accepted"),
+                    r.get(
+                        "flagged_given_original_accepted",
+                        r.get("supported_given_original_accepted"),
+                    ),
                     "" if "target" not in r else f"{r['target']} met={r['target_met']}",
                 ]
                 for kind, r in rows.items()

@@ -253,10 +253,18 @@ def test_numbers_exact(text, values):
         ("NASA's Curiosity rover landed on Mars.", ["NASA", "Curiosity", "Mars"]),
         ("However, mRNA levels rose. Interestingly, it works.", ["mRNA"]),
         ("Up to five people said so.", []),
+        # punctuation ends a name; single letters are no names
+        ("Like FICO, Vantagescore is used in the U.S. market.", ["FICO", "Vantagescore"]),
+        ("3. The game suits Ann.", ["Ann"]),
     ],
 )  # fmt: skip
 def test_names_exact(text, found):
     assert ent.names(text) == found
+
+
+def test_list_markers_are_no_numbers():
+    found = ent.check("3. Let others play it.\n4. Failure of ovaries", "Let others play. Failure.")
+    assert (found.numbers, found.flag) == ((), False)
 
 
 def test_numbers_compare_as_numbers():

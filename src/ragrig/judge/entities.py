@@ -90,6 +90,10 @@ def _stop() -> frozenset[str]:
     return frozenset(STOPWORDS_EN) | _OPENERS | set(_NUMBER_WORDS) | set(_SCALE)
 
 
+# A list marker opening a line or sentence ("3. Let others play", "* Ranked"): no number.
+_LIST_MARKER = re.compile(r"(?m)^\s*(?:\d{1,2}[.)]|[*\-•])\s+")
+
+
 def _strip_possessive(word: str) -> str:
     return re.sub(r"['’]s$", "", word).strip("'’-")
 
@@ -118,11 +122,16 @@ def names(text: str) -> list[str]:
         pending.clear()
 
     for sentence in split_sentences(text):
-        words = _WORD.findall(strip_citations(sentence))
-
-        for i, raw in enumerate(words):
+        sentence = _LIST_MARKER.sub("", strip_citations(sentence))
+        end = 0
+        close()
+        for i, m in enumerate(_WORD.finditer(sentence)):
+            if sentence[end : m.start()].strip():
+                close()  # punctuation between two words ends a name ("Like FICO, Vantagescore")
+            end = m.end()
+            raw = m.group()
             word = _strip_possessive(raw)
-            if not word:
+            if len(word) < 2:
                 close()
                 continue
             capital = word[0].isupper()
@@ -197,7 +206,7 @@ def check(answer: str, context: str | list[str]) -> EntityCheck:
     from ragrig.text import strip_citations
 
     ctx = context if isinstance(context, str) else "\n".join(context)
-    answer = strip_citations(answer)
+    answer = _LIST_MARKER.sub("", strip_citations(answer))
     found_numbers = set(numbers(ctx))
     answer_names = names(answer)
     answer_numbers: list[float] = []
