@@ -9,7 +9,8 @@ Sources (none of them is training data for a verifier, which trains on SciFact *
   (SciFact as staged); a BEIR folder without it has its abstract split by `ragrig.text`.
 * **MTRAG** human ratings (`<mtrag>/reference_subset_with_human_evaluations.json[.gz]`): an
   answer rated faithful (mean human faithfulness rating >= 3 of 4) gives one of its sentences
-  (at least 6 words, not a refusal; chosen with the seed), with the task's passages as context.
+  (at least 6 words, not a refusal, list marker and bold markup removed; chosen with the seed),
+  with the task's passages as context.
 
 From each supported claim: the claim itself (`original`, expected supported), its perturbations
 (`negation`, `changed_number`, `swapped_entity` with a name taken from another document,
@@ -170,6 +171,7 @@ def mean_faithfulness(ev: dict, where: str) -> float:
 
 def mtrag_claims(root: Path, seed: int) -> list[dict]:
     """One sentence of each answer rated faithful, with its task's passages."""
+    from ragrig.judge import entities as ent
     from ragrig.judge.refusal import is_refusal
     from ragrig.text import split_sentences, strip_citations
 
@@ -191,10 +193,13 @@ def mtrag_claims(root: Path, seed: int) -> list[dict]:
         contexts = [docs[d] for d in ids]
         if not contexts:
             continue
+        sentences = (
+            # no list marker ("3. Click ..."): its number is no claim to change
+            ent._LIST_MARKER.sub("", strip_citations(x)).replace("**", "").strip()
+            for x in split_sentences(ev.get("model_response", ""))
+        )
         candidates = [
-            s
-            for s in (strip_citations(x) for x in split_sentences(ev.get("model_response", "")))
-            if len(s.split()) >= MIN_CLAIM_WORDS and not is_refusal(s)
+            s for s in sentences if len(s.split()) >= MIN_CLAIM_WORDS and not is_refusal(s)
         ]
         if not candidates:
             continue
