@@ -27,13 +27,14 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
     "embed": ["--n-docs", "300", "--repeats", "2"],
     "pipeline": ["--quick", "--noop-repeats", "1"],
     "calibrate": ["--quick"],
+    "probes": ["--quick"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -71,6 +72,7 @@ SMOKE_ARGS = {
         "report.mlflow.enabled=false",
     ],  # fmt: skip
     "calibrate": ["--quick", "--plot", "{tmp}/calibration.png"],
+    "probes": ["--mtrag-root", str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag_probes")],
 }
 
 

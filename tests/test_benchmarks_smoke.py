@@ -131,6 +131,14 @@ def test_calibrate_benchmark_on_the_mtrag_shaped_fixture(smoke):
     assert Path(r["plot"]).exists() and Path(r["plot"]).is_relative_to(smoke["_tmp"])
 
 
+def test_probes_benchmark(smoke):
+    r = _ok(smoke, "probes")
+    assert r["config"]["probes"] == 25  # tiny_beir claims + tests/fixtures/tiny_mtrag_probes
+    kinds = r["backends"]["overlap_configured"]["kinds"]
+    assert (kinds["negation"]["n"], kinds["negation"]["flagged"]) == (7, 1.0)
+    assert r["target_met"] is False  # the split-evidence case needs more than one sentence
+
+
 def test_run_all_records_a_benchmark(tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.run(

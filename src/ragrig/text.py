@@ -5,13 +5,92 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+# Citation markers opening a segment: "[1]", "[2][3]", "[1, 2]".
+_LEADING_CITES = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    # clean=False keeps the text verbatim, so segments map back to character offsets.
+    return pysbd.Segmenter(language="en", clean=False, char_span=False)
+
+
+# Abbreviations pySBD ends a sentence at: a segment ending in one never ends a sentence when the
+# next opens with a digit, a lower-case letter or a bracket ("approx. 5 mg", "Eq. 3", "Tab. 2");
+# "cf.", "ca." and "approx." never end one.
+_ABBREV_END = re.compile(
+    r"\b(?:approx|ca|cf|resp|eqs?|refs?|tabs?|suppl|vols?|figs|ch|sect|nos?)\.\s*$", re.IGNORECASE
+)
+_ABBREV_ALWAYS = re.compile(r"\b(?:approx|ca|cf)\.\s*$", re.IGNORECASE)
+
+
+def _continues(previous: str, segment: str) -> bool:
+    if not _ABBREV_END.search(previous):
+        return False
+    head = segment.lstrip()[:1]
+    return (
+        bool(_ABBREV_ALWAYS.search(previous))
+        or head.isdigit()
+        or head.islower()
+        or head in ("(", "[")
+    )
+
+
+@lru_cache(maxsize=8192)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) character offsets of each sentence of `text`, whitespace trimmed.
+
+    Segmentation is pySBD's rule set (abbreviations such as "et al.", "e.g.", "Fig. 2",
+    "Dr.", decimals), with one repair for citations: a citation marker that opens a segment
+    ("... fever. [1] It ...") belongs to the sentence before it, and a segment that opens with
+    a citation followed by a lower-case word ("Smith et al. [3] showed ...") was never a new
+    sentence. Cached by text: contexts recur across answers."""
+    if not text.strip():
+        return ()
+    spans: list[list[int]] = []
+    pos = 0
+    for seg in _segmenter().segment(text):
+        start = text.find(seg, pos) if seg else -1
+        if start < 0:  # a segment not found verbatim: the rest stays one sentence
+            break
+        if text[pos:start].strip():  # text the segmenter skipped is never dropped
+            spans.append([pos, start])
+        end = start + len(seg)
+        pos = end
+        lead = _LEADING_CITES.match(seg)
+        if spans and lead:
+            rest = seg[lead.end() :].lstrip()
+            if not rest or rest[0].islower():
+                spans[-1][1] = end  # mid-sentence citation: one sentence
+                continue
+            spans[-1][1] = start + lead.end()  # the citation closes the sentence before
+            start += lead.end()
+        spans.append([start, end])
+    if text[pos:].strip():  # nothing returned (pySBD #126) or a segment not found
+        spans.append([pos, len(text)])
+    merged: list[list[int]] = []
+    for span in spans:
+        if merged and _continues(text[merged[-1][0] : merged[-1][1]], text[span[0] : span[1]]):
+            merged[-1][1] = span[1]
+        else:
+            merged.append(span)
+    spans = merged
+    out = []
+    for start, end in spans:
+        chunk = text[start:end]
+        lstrip = len(chunk) - len(chunk.lstrip())
+        rstrip = len(chunk) - len(chunk.rstrip())
+        if end - rstrip > start + lstrip:
+            out.append((start + lstrip, end - rstrip))
+    return tuple(out)
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split on sentence-final punctuation followed by an upper-case or digit start."""
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+    """The sentences of `text` (see `sentence_spans`), whitespace trimmed."""
+    return [text[a:b] for a, b in sentence_spans(text)]
 
 
 def strip_citations(text: str) -> str:

@@ -161,3 +161,40 @@ def test_judge_failures_are_counted_not_dropped():
     assert out.loc["gen_err", "status"] == "skipped"
     assert out.loc["empty", "status"] == "no_claims"
     assert out["faithfulness"].notna().sum() == 1  # only the scored answer has a score
+
+
+def test_judge_all_records_answer_kind_and_entity_overlap():
+    ctx = json.dumps(["Mars has two moons, Phobos and Deimos. Curiosity landed in 2012."])
+    answers = {
+        "full": "I do not have specific information about that.",
+        "partial": "The passages do not mention rings, but Mars has two moons [1].",
+        "answer": "Curiosity landed on Mars in 2015 [1].",
+        "short": "Phobos",
+    }
+    rows = [
+        {"qid": q, "status": "ok", "answer": a, "contexts": ctx, "error": ""}
+        for q, a in answers.items()
+    ]
+    qs = {q: "Which moons does Mars have?" for q in answers}
+    out = judge_all(OverlapJudge(), pd.DataFrame(rows), qs, progress=False).set_index("qid")
+    assert out["answer_kind"].to_dict() == {
+        "full": "refusal",
+        "partial": "partial_refusal",
+        "answer": "answer",
+        "short": "answer",
+    }
+    assert out["status"].to_dict() == {
+        "full": "no_claims",
+        "partial": "scored",
+        "answer": "scored",
+        "short": "scored",
+    }
+    assert out.loc["full", "error"] == "refusal"
+    assert out.loc["partial", "faithfulness"] == 1.0
+    # "2015" is not in the context: the claim is unsupported, and Mars/Curiosity are found
+    assert out.loc["answer", "faithfulness"] == 0.0
+    assert out.loc["answer", "entity_overlap"] == pytest.approx(2 / 3)
+    assert json.loads(out.loc["short", "claims"]) == [
+        {"claim": "Q: Which moons does Mars have? A: Phobos", "supported": True}
+    ]
+    assert pd.isna(out.loc["full", "entity_overlap"])  # no names or numbers: no score

@@ -23,8 +23,20 @@ class Verdict:
     supported: list[str]
     unsupported: list[str]
     reason: str = ""
+    # answer / partial_refusal / refusal (ragrig.judge.refusal): a refusal has no claims and is
+    # kept apart so that refusal correctness can be scored on its own
+    kind: str = "answer"
+    # share of the answer's names and numbers found in the context (None: it has none)
+    entity_overlap: float | None = None
+    unseen_entities: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from ragrig.judge.refusal import ANSWER_KINDS, REFUSAL
+
+        if self.kind not in ANSWER_KINDS:
+            raise InvalidVerdict(f"unknown answer kind {self.kind!r}; expected {ANSWER_KINDS}")
+        if self.kind == REFUSAL and self.extracted:
+            raise InvalidVerdict("a refusal has no claims; claims make it a partial_refusal")
         blank = [c for c in self.extracted + self.supported + self.unsupported if not c.strip()]
         if blank:
             raise InvalidVerdict(f"blank claim(s): {blank!r}")
@@ -78,6 +90,8 @@ class _Row:
     claims: str = "[]"
     latency_ms: float = 0.0
     error: str = ""
+    answer_kind: str = ""
+    entity_overlap: float | None = None
 
 
 def judge_all(
@@ -133,6 +147,8 @@ def judge_all(
                 claims=json.dumps(claims),
                 latency_ms=(time.perf_counter() - t0) * 1e3,
                 error=verdict.reason,
+                answer_kind=verdict.kind,
+                entity_overlap=verdict.entity_overlap,
             )
         )
     cols = [
@@ -144,7 +160,10 @@ def judge_all(
         "claims",
         "latency_ms",
         "error",
+        "answer_kind",
+        "entity_overlap",
     ]
     df = pd.DataFrame([{c: getattr(r, c) for c in cols} for r in rows], columns=cols)
     df["faithfulness"] = df["faithfulness"].astype("float64")
+    df["entity_overlap"] = df["entity_overlap"].astype("float64")
     return df

@@ -18,7 +18,18 @@ class JudgeOverlap(Section):
         description="share of a claim's content words found in one context sentence",
     )
     min_content_words: int = Field(
-        2, gt=0, description="fewer content words: not a checkable claim"
+        2, gt=0, description="fewer content words: not a claim of its own (a short answer)"
+    )
+    entity_check: bool = Field(
+        True,
+        description="a claim whose names or numbers are absent from the context is unsupported",
+    )
+    negation_check: bool = Field(
+        True,
+        description="a negated claim needs a supporting sentence that is negated too",
+    )
+    window: int = Field(
+        1, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
     )
     decision_threshold: float | None = Field(
         None,

@@ -1,74 +1,184 @@
-"""Deterministic faithfulness: answer sentences checked for lexical support in one context sentence."""
+"""Deterministic faithfulness: answer claims checked for lexical support in one context sentence."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragrig.judge import Verdict
+from ragrig.judge import entities as ent
+from ragrig.judge.refusal import REFUSAL, answer_kind, split_refusal
 from ragrig.text import split_sentences, strip_citations, tokenize
 
-_REFUSAL = re.compile(
-    r"\b(cannot|can't|can not|unable to) (answer|determine|tell)|not enough information|"
-    r"(do|does) not (contain|mention|provide)|I don't know",
+# "Based on the provided passages, X" / "According to the context, X": the preamble is no claim.
+_ATTRIBUTION = re.compile(
+    r"^(?:based on|according to|as (?:stated|mentioned|described|shown) in|per|from|in)\s+"
+    r"(?:the\s+|these\s+)?(?:provided\s+|given\s+|available\s+|retrieved\s+|above\s+)?"
+    r"(?:passages?|contexts?|documents?|texts?|sources?|information|excerpts?|search results)"
+    r"(?:\s+(?:provided|given|above))?\s*,\s*",
     re.IGNORECASE,
 )
-# Clause boundaries inside a sentence that holds a refusal: "X does not mention A, but B".
-_CLAUSE = re.compile(
-    r"\s*(?:[,;:]\s*(?:but|however|although|though|yet|whereas)\b,?|;|\bbut\b|\bhowever\b,?)\s*",
-    re.IGNORECASE,
-)
+# Negation cues: a claim that negates needs a supporting sentence that negates too.
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot)\b|n't\b", re.IGNORECASE)
+# Answer particles: "Yes, in 2008" checks "2008"; a bare "Yes" checks the question's terms.
+_PARTICLES = frozenset({"yes", "no", "yeah", "nope", "correct", "indeed", "true", "false"})
+
+
+@dataclass
+class ClaimSet:
+    """The claims of one answer and the words each is checked with."""
+
+    claims: list[str] = field(default_factory=list)
+    words: dict[str, set[str]] = field(default_factory=dict)
+    # the text whose names and numbers must be in the context, per claim
+    surface: dict[str, str] = field(default_factory=dict)
+    # a short answer must have every word in one context sentence
+    short: bool = False
+    declined: bool = False
 
 
 class OverlapJudge:
-    """A claim (answer sentence) is supported when at least `support_threshold` of its stemmed
-    content words occur in a single context sentence. Sentences with fewer than
-    `min_content_words` content words are not checkable claims. A refusal has no claims; a
-    sentence joining a refusal to a statement ("The passages do not mention dosage, but aspirin
-    reduces fever") is split into clauses, and its non-refusal clauses are claims, so hiding a
-    claim behind a refusal phrase does not take it out of the score.
+    """A claim (an answer sentence, or a clause of it) is supported when at least
+    `support_threshold` of its stemmed content words occur in a single context sentence (or, with
+    `window` > 1, in a run of up to `window` adjacent sentences of one passage) and, with
+    `entity_check`, every name and number of it occurs in the context (numbers compared as
+    numbers: "25 hours" is not "24 hours"); with `negation_check`, a claim holding a negation
+    ("not", "no", "never", "n't") needs a supporting sentence that holds one too (one direction
+    only: a context sentence's negation may belong to another clause).
+
+    Claims come from a sentence segmenter that knows abbreviations and citations. A refusal
+    (every sentence declines: "I do not have specific information", "The provided passages don't
+    say") has no claims and the verdict kind `refusal`; a partial refusal ("The passages do not
+    mention dosage, but aspirin reduces fever") keeps its other clauses as claims, so a claim
+    cannot hide behind a refusal phrase. An answer too short to be a claim on its own ("Norway",
+    "2008", "Yes, in 2008.") is checked against the question's context as one claim,
+    "Q: <question> A: <answer>": every content word of the answer must occur in one context
+    sentence (a bare "Yes"/"No" checks the question's words with the threshold instead).
 
     Lexical support cannot see negation or relations: it is a first, cheap check.
     """
 
-    def __init__(self, support_threshold: float = 0.6, min_content_words: int = 2):
+    def __init__(
+        self,
+        support_threshold: float = 0.6,
+        min_content_words: int = 2,
+        entity_check: bool = True,
+        negation_check: bool = True,
+        window: int = 1,
+    ):
+        if window < 1:
+            raise ValueError(f"window must be >= 1 sentence, got {window}")
         self.threshold = support_threshold
         self.min_words = min_content_words
+        self.entity_check = entity_check
+        self.negation_check = negation_check
+        self.window = window
 
     @classmethod
     def from_config(cls, cfg: Any) -> OverlapJudge:
-        return cls(cfg.support_threshold, cfg.min_content_words)
+        return cls(
+            cfg.support_threshold,
+            cfg.min_content_words,
+            cfg.entity_check,
+            cfg.negation_check,
+            cfg.window,
+        )
 
-    def claims(self, answer: str) -> list[str]:
-        out: list[str] = []
+    def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], bool]]:
+        """(content words, negated) of every context sentence and, with `window` > 1, of every
+        run of up to `window` adjacent sentences of one passage."""
+        units = []
+        for c in contexts:
+            sents = [(self._words(s), bool(_NEGATION.search(s))) for s in split_sentences(c)]
+            for i in range(len(sents)):
+                for j in range(i + 1, min(i + self.window, len(sents)) + 1):
+                    run = sents[i:j]
+                    units.append((set().union(*(w for w, _ in run)), any(n for _, n in run)))
+        return units
+
+    @staticmethod
+    def _words(text: str) -> set[str]:
+        return set(tokenize([text])[0])
+
+    def claim_set(self, question: str, answer: str) -> ClaimSet:
+        out = ClaimSet()
+        fragments: list[str] = []
         for sentence in split_sentences(answer):
-            claim = strip_citations(sentence).rstrip(".!? ").strip()
-            parts = [claim]
-            if _REFUSAL.search(claim):
-                clauses = (c.strip(" ,;:.!?") for c in _CLAUSE.split(claim))
-                parts = [c for c in clauses if c and not _REFUSAL.search(c)]
+            text = _ATTRIBUTION.sub("", strip_citations(sentence).rstrip(".!? ").strip())
+            parts, declined = split_refusal(text)
+            out.declined |= declined
             for part in parts:
-                if len(set(tokenize([part])[0])) >= self.min_words and part not in out:
-                    out.append(part)
+                words = self._words(part) - _PARTICLES
+                if len(words) >= self.min_words:
+                    if part not in out.words:
+                        out.claims.append(part)
+                        out.words[part] = words
+                        out.surface[part] = part
+                elif part.strip(" ,;:.!?"):
+                    fragments.append(part)
+        if out.claims or out.declined or not fragments:
+            return out
+        short = " ".join(f.strip(" ,;:.!?") for f in fragments)
+        words = set().union(*(self._words(f) for f in fragments)) - _PARTICLES
+        claim = f"Q: {question.strip()} A: {short}" if question.strip() else short
+        if not words:  # a bare "Yes"/"No": the question's terms must be in the context
+            words = self._words(question) - _PARTICLES
+            if len(words) < self.min_words:
+                return out
+        else:
+            out.short = True
+        out.claims.append(claim)
+        out.words[claim] = words
+        out.surface[claim] = short
         return out
 
-    def supported(self, claim: str, context_sentences: list[set[str]]) -> bool:
-        words = set(tokenize([claim])[0])
-        best = max((len(words & s) / len(words) for s in context_sentences), default=0.0)
-        return best >= self.threshold
+    def claims(self, answer: str, question: str = "") -> list[str]:
+        return self.claim_set(question, answer).claims
+
+    def supported(
+        self,
+        words: set[str],
+        context_sentences: list[tuple[set[str], bool]],
+        short: bool = False,
+        negated: bool = False,
+    ) -> bool:
+        """Some context sentence holds enough of `words` (all of them for a short answer) and,
+        when the claim is `negated` and `negation_check` is on, holds a negation too."""
+        need = 1.0 if short else self.threshold
+        need_negation = negated and self.negation_check
+        return any(
+            len(words & s) / len(words) >= need and (neg or not need_negation)
+            for s, neg in context_sentences
+        )
 
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None
     ) -> Verdict:
-        claims = self.claims(answer)
-        if not claims:
+        cs = self.claim_set(question, answer)
+        kind = answer_kind(len(cs.claims), cs.declined)
+        if not cs.claims:
             reason = (
                 "empty answer"
                 if not answer.strip()
-                else ("refusal" if _REFUSAL.search(answer) else "no checkable claim")
+                else ("refusal" if kind == REFUSAL else "no checkable claim")
             )
-            return Verdict([], [], [], reason=reason)
-        ctx = [set(tokenize([s])[0]) for c in contexts for s in split_sentences(c)]
-        sup = [c for c in claims if self.supported(c, ctx)]
-        uns = [c for c in claims if c not in sup]
-        return Verdict(claims, sup, uns)
+            return Verdict([], [], [], reason=reason, kind=kind)
+        ctx = self.evidence_units(contexts)
+        sup = []
+        for c in cs.claims:
+            ok = self.supported(cs.words[c], ctx, cs.short, bool(_NEGATION.search(cs.surface[c])))
+            if ok and self.entity_check:
+                ok = not ent.check(cs.surface[c], contexts).flag
+            if ok:
+                sup.append(c)
+        uns = [c for c in cs.claims if c not in sup]
+        found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
+        return Verdict(
+            cs.claims,
+            sup,
+            uns,
+            kind=kind,
+            entity_overlap=found.overlap,
+            unseen_entities=found.unseen_names + found.unseen_numbers,
+        )

@@ -1,0 +1,275 @@
+"""What the judge still accepts after a change of meaning: perturbation probes per kind.
+
+Builds the probe set of `build_probes.py` (SciFact dev claims with SUPPORT rationales from
+--dataset-root, MTRAG answers rated faithful from --mtrag-root; or reads one with --probes) and
+runs each judge over every probe as a one-claim answer against the probe's contexts. A probe is
+*flagged* when the judge scores it below 1 (a claim not supported), *accepted* at 1, and counted
+apart when the judge finds no claim in it.
+
+Judges: the configured `judge` section of params.yaml (`overlap` with its entity/number and
+negation checks), and, for comparison, the same judge without its negation check
+(`overlap_entities`) and without both (`overlap_lexical`, the lexical overlap alone). Per kind: the
+share flagged, and, for the perturbations, the share flagged among probes whose original claim
+the judge accepted (what a perturbation does to an answer the judge believed; for the split
+case, the share still supported among those). Per source (SciFact, MTRAG) in the JSON. Targets:
+negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim with its
+evidence split across two adjacent sentences still supported >= 90%. The lexical judge is not
+expected to meet them.
+
+It also times the sentence segmenter (sentences/s over the first --segmenter-docs abstracts of
+--dataset-root, uncached) and the configured judge over every rated MTRAG answer (answers/s,
+cold segmentation cache; target: >= 10 answers/s).
+
+    python benchmarks/bench_probes.py [--quick] [--mtrag-root DIR|none] [--probes FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import _common as C
+import build_probes as B
+
+TARGETS = {
+    "negation": ("flagged", 0.95),
+    "changed_number": ("flagged", 0.90),
+    "swapped_entity": ("flagged", 0.90),
+    "split_evidence": ("supported", 0.90),
+}
+QUICK_MAX_CLAIMS = 40
+
+
+def judges(params: Path) -> dict:
+    """The configured judge last; before it, for an overlap judge, the same without its
+    negation check, and without both checks (the lexical overlap alone)."""
+    from ragrig.config import load_section
+    from ragrig.judge import make_judge
+
+    cfg = load_section("judge", params)
+    out = {}
+    if cfg.method == "overlap":
+        off = {"entity_check": False, "negation_check": False}
+        out["overlap_lexical"] = make_judge(cfg.model_copy(update=off))
+        out["overlap_entities"] = make_judge(cfg.model_copy(update={"negation_check": False}))
+    out[f"{cfg.method}_configured"] = make_judge(cfg)
+    return out
+
+
+def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
+    """probe id -> accepted / flagged / no_claims, and the wall time."""
+    out = {}
+    t0 = time.perf_counter()
+    for p in probes:
+        v = judge.judge("", p["claim"], p["contexts"])
+        out[p["id"]] = "no_claims" if v.score is None else "accepted" if v.score == 1 else "flagged"
+    return out, time.perf_counter() - t0
+
+
+def summarise(probes: list[dict], result: dict[str, str]) -> dict:
+    accepted_original = {
+        p["source_id"] for p in probes if p["kind"] == "original" and result[p["id"]] == "accepted"
+    }
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for p in probes:
+        by_kind[p["kind"]].append(p)
+    rows = {}
+    for kind in B.KINDS:
+        ps = by_kind.get(kind, [])
+        n = len(ps)
+        counts = {s: sum(result[p["id"]] == s for p in ps) for s in ("accepted", "flagged")}
+        no_claims = n - counts["accepted"] - counts["flagged"]
+        judged = n - no_claims
+        row = {
+            "n": n,
+            "no_claims": no_claims,
+            "flagged": counts["flagged"] / judged if judged else None,
+            "supported": counts["accepted"] / judged if judged else None,
+        }
+        if kind in B.PERTURBATIONS:
+            cond = [p for p in ps if p["source_id"] in accepted_original]
+            flagged = sum(result[p["id"]] == "flagged" for p in cond)
+            row["n_original_accepted"] = len(cond)
+            row["flagged_given_original_accepted"] = flagged / len(cond) if cond else None
+        if kind == "split_evidence":
+            cond = [p for p in ps if p["source_id"] in accepted_original]
+            kept = sum(result[p["id"]] == "accepted" for p in cond)
+            row["n_original_accepted"] = len(cond)
+            row["supported_given_original_accepted"] = kept / len(cond) if cond else None
+        if kind in TARGETS:
+            measure, target = TARGETS[kind]
+            row["target"] = {measure: target}
+            row["target_met"] = None if row[measure] is None else row[measure] >= target
+        rows[kind] = row
+    return rows
+
+
+def segmenter_speed(root: Path, n_docs: int) -> dict:
+    """Sentences/s of `ragrig.text.sentence_spans` (uncached) on the first abstracts of a corpus."""
+    from ragrig.data.beir import iter_jsonl
+    from ragrig.text import sentence_spans
+
+    corpus = root / "corpus.jsonl"
+    if not corpus.exists():
+        corpus = root / "corpus.jsonl.gz"
+    texts = []
+    for _, rec in iter_jsonl(corpus):
+        texts.append(rec.get("text", ""))
+        if len(texts) == n_docs:
+            break
+    t0 = time.perf_counter()
+    n = sum(len(sentence_spans.__wrapped__(t)) for t in texts)
+    seconds = time.perf_counter() - t0
+    return {
+        "documents": len(texts),
+        "sentences": n,
+        "seconds": round(seconds, 3),
+        "sentences_per_s": round(n / seconds, 1) if seconds else None,
+        "documents_per_s": round(len(texts) / seconds, 1) if seconds else None,
+    }
+
+
+def judge_speed(judge, mtrag_root: Path) -> dict:
+    """Answers/s of a judge over every rated MTRAG answer with its task's passages (question:
+    the last user turn), segmentation cache cleared first, as a fresh judge stage would be."""
+    from ragrig.text import sentence_spans
+
+    data = B._read_mtrag(mtrag_root)
+    docs = {d["document_id"]: d.get("text", "") for d in data.get("documents", [])}
+    tasks = {t["task_id"]: t for t in data.get("tasks", [])}
+    items = []
+    for ev in data.get("evaluations", []):
+        task = tasks[ev["task_id"]]
+        question = next(
+            (t["text"] for t in reversed(task.get("input", [])) if t.get("speaker") == "user"), ""
+        )
+        contexts = [docs[c["document_id"]] for c in task.get("contexts", [])]
+        items.append((question, ev.get("model_response", ""), contexts))
+    sentence_spans.cache_clear()
+    t0 = time.perf_counter()
+    for question, answer, contexts in items:
+        judge.judge(question, answer, contexts)
+    seconds = time.perf_counter() - t0
+    return {
+        "answers": len(items),
+        "seconds": round(seconds, 3),
+        "answers_per_s": round(len(items) / seconds, 1) if seconds else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    C.add_common_args(p)
+    p.add_argument("--mtrag-root", type=B.root_or_none, default=B.DEFAULT_MTRAG_ROOT)
+    p.add_argument("--probes", type=Path, default=None, help="a built probe file instead")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--max-claims", type=int, default=None, help="per source (seeded sample)")
+    p.add_argument("--segmenter-docs", type=int, default=300, help="abstracts timed")
+    p.add_argument(
+        "--quick", action="store_true", help=f"--max-claims {QUICK_MAX_CLAIMS}, 100 abstracts"
+    )
+    args = p.parse_args(argv)
+    if args.quick:
+        args.segmenter_docs = min(args.segmenter_docs, 100)
+    C.setup_env()
+    C.apply_threads(args.params)
+    max_claims = args.max_claims or (QUICK_MAX_CLAIMS if args.quick else None)
+    t0 = time.perf_counter()
+    try:
+        if args.probes is not None:
+            probes, stats = B.read_jsonl(args.probes), None
+        else:
+            probes, stats = B.build(args.dataset_root, args.mtrag_root, args.seed, max_claims)
+    except B.ProbeError as exc:
+        print(f"bench_probes: {exc}", file=sys.stderr)
+        return 2
+    build_s = time.perf_counter() - t0
+    if not probes:
+        print("bench_probes: no probe was built (no supported claim found)", file=sys.stderr)
+        return 2
+
+    result = {
+        **C.header("probes", ["pysbd"]),
+        "config": {
+            "dataset_root": str(args.dataset_root),
+            "mtrag_root": str(args.mtrag_root),
+            "probes_file": str(args.probes) if args.probes else None,
+            "seed": args.seed,
+            "max_claims": max_claims,
+            "probes": len(probes),
+            "build_s": round(build_s, 2),
+            "by_source": stats,
+        },
+        "backends": {},
+    }
+    from ragrig.text import split_sentences
+
+    t0 = time.perf_counter()  # the segmenter caches contexts: warm it for every judge alike
+    for ctx in {c for p in probes for c in p["contexts"]}:
+        split_sentences(ctx)
+    result["config"]["segment_contexts_s"] = round(time.perf_counter() - t0, 2)
+    for name, judge in judges(args.params).items():
+        outcome, seconds = run_judge(judge, probes)
+        rows = summarise(probes, outcome)
+        sources = sorted({p.get("source", "") for p in probes})
+        result["backends"][name] = {
+            "claims_per_s": round(len(probes) / seconds, 1) if seconds else None,
+            "kinds": rows,
+            "by_source": {
+                src: {
+                    kind: {k: r[k] for k in ("n", "flagged", "supported")}
+                    for kind, r in summarise(
+                        [p for p in probes if p.get("source", "") == src], outcome
+                    ).items()
+                }
+                for src in sources
+            },
+        }
+        C.print_table(
+            f"judge {name}: {len(probes)} probes, {len(probes) / seconds:.0f} claims/s",
+            ["kind", "n", "no_claims", "flagged", "supported", "same|orig ok", "target"],
+            [
+                [
+                    kind,
+                    r["n"],
+                    r["no_claims"],
+                    r["flagged"],
+                    r["supported"],
+                    r.get(
+                        "flagged_given_original_accepted",
+                        r.get("supported_given_original_accepted"),
+                    ),
+                    "" if "target" not in r else f"{r['target']} met={r['target_met']}",
+                ]
+                for kind, r in rows.items()
+            ],
+            digits=3,
+        )
+    result["segmenter"] = segmenter_speed(args.dataset_root, args.segmenter_docs)
+    print(
+        f"\nsegmenter: {result['segmenter']['sentences']} sentences of "
+        f"{result['segmenter']['documents']} documents, "
+        f"{result['segmenter']['sentences_per_s']} sentences/s"
+    )
+    if args.mtrag_root is not None:
+        judge = list(judges(args.params).values())[-1]
+        result["judge_speed_mtrag"] = judge_speed(judge, args.mtrag_root)
+        print(
+            f"judge: {result['judge_speed_mtrag']['answers']} MTRAG answers, "
+            f"{result['judge_speed_mtrag']['answers_per_s']} answers/s"
+        )
+    default = list(result["backends"])[-1]
+    mets = [r["target_met"] for r in result["backends"][default]["kinds"].values() if "target" in r]
+    result["target_met"] = False if False in mets else None if None in mets or not mets else True
+    result["target_judge"] = default
+    C.write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
