@@ -342,30 +342,29 @@ def build(
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
-    """Atomically: a hidden sibling file renamed into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    tmp.replace(path)
+    """Atomically (ragrig.io.atomic_write_text): readers see the old file or the whole new one."""
+    from ragrig.io import atomic_write_text
+
+    atomic_write_text(
+        Path(path),
+        "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows),
+    )
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """Probe rows, through the project's JSONL reader (file and line named on a bad line)."""
+    from ragrig.data.beir import iter_jsonl
+    from ragrig.errors import DataValidationError
+
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ProbeError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
+    try:
+        for lineno, row in iter_jsonl(Path(path)):
             missing = {"id", "kind", "claim", "contexts", "expected"} - set(row)
             if missing or row["kind"] not in KINDS:
                 raise ProbeError(f"{path}:{lineno}: bad probe (missing {sorted(missing)} or kind)")
             rows.append(row)
+    except DataValidationError as exc:
+        raise ProbeError(str(exc)) from exc
     return rows
 
 
