@@ -12,12 +12,14 @@ def main() -> None:
     p = stage.parser(__doc__)
     p.add_argument("--metrics", type=Path, required=True)
     args = p.parse_args()
+    import numpy as np
     import pandas as pd
 
     from ragrig.config import load_params, load_section
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.plots import write_plots
+    from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
     from ragrig.report.tracking import log_run, tracking_uri
 
@@ -43,6 +45,12 @@ def main() -> None:
         generations=read_table(generate_dir / "generations.parquet", "generations"),
         judgments=read_table(judge_dir / "judgments.parquet", "judgments"),
         unjudged_not_parsed=read_json(parse_dir / "manifest.json").get("queries_unjudged", 0),
+        vectors=Vectors(
+            query_ids=read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist(),
+            queries=np.load(embed_dir / "queries.npy", mmap_mode="r"),
+            chunk_ids=read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist(),
+            chunks=np.load(embed_dir / "chunks.npy", mmap_mode="r"),
+        ),
     )
     report = build_report(inputs, cfg)
     params = load_params(args.params)
@@ -50,6 +58,7 @@ def main() -> None:
     with atomic_dir(args.out) as out:
         report.per_query.to_parquet(out / "per_query.parquet", index=False)
         report.slices.to_csv(out / "slices.csv", index=False, float_format="%.6f")
+        report.scorecard.to_csv(out / "scorecard.csv", index=False, float_format="%.6f")
         (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
         write_plots(report, out / "plots")
     write_json(args.metrics, report.metrics)
@@ -65,6 +74,7 @@ def main() -> None:
                 args.metrics,
                 args.out / "per_query.parquet",
                 args.out / "slices.csv",
+                args.out / "scorecard.csv",
                 args.out / "summary.txt",
                 *sorted((args.out / "plots").glob("*.png")),
             ],

@@ -1,4 +1,4 @@
-"""The `ragrig` command: params, data, summary, MLflow UI, DVC setup."""
+"""The `ragrig` command: params, data, summary, gate, MLflow UI, DVC setup."""
 
 from __future__ import annotations
 
@@ -60,6 +60,50 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Exit 0: the scorecard passes (soft failures print a warning); 1: a hard floor fails
+    (named); 2: metrics missing or unreadable, no scorecard, or a hard axis not measured."""
+    import json
+
+    from ragrig.metrics.scorecard import HARD, gate_exit_code
+    from ragrig.metrics.scorecard import from_dict as scorecard_from_dict
+    from ragrig.report.scorecard import format_scorecard
+
+    path = Path(args.metrics)
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"ragrig gate: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    section = metrics.get("scorecard") if isinstance(metrics, dict) else None
+    if section is None:
+        print(
+            f"ragrig gate: {path} has no scorecard section (rerun the report stage)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        card = scorecard_from_dict(section)
+    except ValueError as exc:
+        print(f"ragrig gate: {path}: malformed scorecard: {exc}", file=sys.stderr)
+        return 2
+    body = card.to_dict()
+    body["notes"] = [n for n in section.get("notes", []) if n not in card.notes] + card.notes
+    for line in format_scorecard(body):
+        print(line)
+    code = gate_exit_code(card)
+    for a in card.failed:
+        ax = card.axes[a]
+        what = "not measured" if ax.value is None else f"{ax.value:.4f} < {ax.floor:g}"
+        if ax.kind == HARD:
+            print(f"ragrig gate: FAIL: hard floor {a} ({what})", file=sys.stderr)
+        else:
+            print(f"ragrig gate: warning: soft floor {a} ({what})", file=sys.stderr)
+    if code == 0:
+        print("ragrig gate: pass" + (" with warnings" if card.failed else ""))
+    return code
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from ragrig import ui
     from ragrig.report.tracking import tracking_uri
@@ -117,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--metrics", default="reports/metrics.json")
     ps.add_argument("--params", default="params.yaml")
     ps.set_defaults(func=cmd_summary)
+    pg = sub.add_parser(
+        "gate",
+        help="check reports/metrics.json's scorecard against its floors (exit 0 pass, "
+        "1 hard floor failed, 2 metrics missing or a hard axis not measured)",
+    )
+    pg.add_argument("--metrics", default="reports/metrics.json")
+    pg.set_defaults(func=cmd_gate)
     pu = sub.add_parser("ui", help="start or stop the MLflow UI over the project's store")
     pu.add_argument("action", choices=["start", "stop"])
     pu.add_argument("--port", type=int, default=5000)

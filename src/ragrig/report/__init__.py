@@ -19,6 +19,12 @@ from ragrig.metrics.aggregate import (
 )
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
 from ragrig.report.config import missing_prices, price_hint
+from ragrig.report.scorecard import (
+    Vectors,
+    scorecard_section,
+    scorecard_tables,
+    slice_scorecard,
+)
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
@@ -37,6 +43,9 @@ class ReportInputs:
     # queries of the dataset's queries file that parse left out for having no judgment in the
     # split (data/parse/manifest.json `queries_unjudged`): counted, never silently gone
     unjudged_not_parsed: int = 0
+    # embed-stage vectors, for the relevance axis's semantic similarity (None: that part is
+    # left out, and the scorecard notes say so)
+    vectors: Vectors | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class Report:
     per_query: pd.DataFrame  # qid, measure, value + slice columns
     slices: pd.DataFrame  # slice, slice_value, measure, mean, n
     metrics: dict[str, Any]
+    scorecard: pd.DataFrame | None = None  # per answered query: axes, gate, diagnosis
 
 
 def _long(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -122,6 +132,11 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         )
     )
 
+    sc = scorecard_tables(
+        inp.queries, inp.qrels, inp.reranked, inp.generations, j, cfg.scorecard, inp.vectors
+    )
+    parts.append(sc.long)
+
     long = pd.concat([p for p in parts if len(p)], ignore_index=True)
     long = long.sort_values(["measure", "qid"], kind="mergesort").reset_index(drop=True)
     slices = slice_columns(
@@ -145,7 +160,11 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         ignore_index=True,
     )
     metrics = _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j)
-    return Report(per_query_table, agg, metrics)
+    metrics["scorecard"] = scorecard_section(agg, sc, cfg.scorecard)
+    for name, values in metrics["slices"].items():
+        for value, entry in values.items():
+            entry.update(slice_scorecard(agg, name, value, cfg.scorecard))
+    return Report(per_query_table, agg, metrics, sc.per_query)
 
 
 def _means(

@@ -74,6 +74,100 @@ def _default_slices() -> list[SliceConfig]:
     ]
 
 
+class ScorecardFloor(Section):
+    min: float = Field(ge=0.0, le=1.0)
+    kind: Literal["hard", "soft"]
+
+
+class SimilarityRange(Section):
+    """Cosines mapped to relevance 0 (at or below `irrelevant`) .. 1 (at or above `relevant`)."""
+
+    irrelevant: float = Field(0.1, ge=-1.0, le=1.0)
+    relevant: float = Field(0.6, ge=-1.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _order(self) -> SimilarityRange:
+        if self.relevant <= self.irrelevant:
+            raise ValueError(
+                f"similarity_range: relevant ({self.relevant}) must exceed irrelevant "
+                f"({self.irrelevant})"
+            )
+        return self
+
+
+def _weights(names: tuple[str, ...], values: dict[str, float], where: str) -> dict[str, float]:
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ValueError(f"{where}: unknown parts {unknown}; parts are {list(names)}")
+    missing = sorted(set(names) - set(values))
+    if missing:
+        raise ValueError(f"{where}: missing parts {missing} (weight 0 leaves a part out)")
+    if any(v < 0 for v in values.values()) or sum(values.values()) <= 0:
+        raise ValueError(f"{where}: weights must be >= 0 and not all 0: {values}")
+    return values
+
+
+class ScorecardConfig(Section):
+    """The three-axis scorecard (METRICS.md "The production scorecard"). Weights are relative:
+    each set is divided by the sum of the parts available."""
+
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"faithfulness": 0.5, "relevance": 0.25, "correctness": 0.25}
+    )
+    floors: dict[str, ScorecardFloor] = Field(
+        default_factory=lambda: {
+            "faithfulness": ScorecardFloor(min=0.85, kind="hard"),
+            "relevance": ScorecardFloor(min=0.75, kind="soft"),
+            "correctness": ScorecardFloor(min=0.70, kind="soft"),
+        }
+    )
+    relevance_weights: dict[str, float] = Field(
+        default_factory=lambda: {"semantic": 0.25, "keyword": 0.15, "llm": 0.3, "context": 0.3}
+    )
+    similarity_range: SimilarityRange = SimilarityRange()
+    correctness_surrogate_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "self_consistency": 0.3,
+            "coverage": 0.25,
+            "clarity": 0.2,
+            "external_consistency": 0.25,
+        }
+    )
+    verdicts: bool = Field(
+        True,
+        description="score the answer's verdict against the queries' claim_label (SciFact); "
+        "false when the generator is not asked for a verdict",
+    )
+    reference_column: str | None = Field(
+        None, description="queries-table column holding reference answers (token-F1, EM)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ScorecardConfig:
+        from ragrig.metrics.correctness import SURROGATES
+        from ragrig.metrics.relevance import PARTS
+        from ragrig.metrics.scorecard import AXES
+
+        _weights(AXES, self.weights, "scorecard.weights")
+        missing = sorted(set(AXES) - set(self.floors))
+        unknown = sorted(set(self.floors) - set(AXES))
+        if missing or unknown:
+            raise ValueError(
+                f"scorecard.floors: needs exactly {list(AXES)} (missing {missing}, "
+                f"unknown {unknown})"
+            )
+        _weights(PARTS, self.relevance_weights, "scorecard.relevance_weights")
+        _weights(
+            SURROGATES,
+            self.correctness_surrogate_weights,
+            "scorecard.correctness_surrogate_weights",
+        )
+        return self
+
+    def floors_dict(self) -> dict[str, dict[str, Any]]:
+        return {a: {"min": f.min, "kind": f.kind} for a, f in self.floors.items()}
+
+
 class ReportConfig(Section):
     k_values: list[int] = Field(default_factory=lambda: [10, 100])
     slices: list[SliceConfig] = Field(default_factory=_default_slices)
@@ -90,6 +184,7 @@ class ReportConfig(Section):
     prices_as_of: str = "2026-11-01"
     prices: dict[str, Price] = Field(default_factory=dict)
     mlflow: MlflowConfig = MlflowConfig()
+    scorecard: ScorecardConfig = ScorecardConfig()
 
     @model_validator(mode="after")
     def _unique_slice_names(self) -> ReportConfig:

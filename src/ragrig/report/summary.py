@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_key
+from ragrig.report.scorecard import format_scorecard, format_slice_scorecards
 
 NA = "n/a"  # a value with nothing measurable: never printed as 0
 
@@ -98,6 +99,13 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
         f"faithfulness (overlap judge): {_fmt(faith) if faith is not None else 'n/a'} over {j['n_scored']} scored answers"
         f"; {j['no_claims']} answers with no checkable claim (counted apart)"
     )
+    if "scorecard" in metrics:
+        lines.append("")
+        lines.extend(format_scorecard(metrics["scorecard"]))
+        by_slice = format_slice_scorecards(metrics.get("slices", {}))
+        if by_slice:
+            lines.append("")
+            lines.extend(by_slice)
     lines.append("")
     lines.append("latency ms      " + "  ".join(f"{q:>9}" for q in ("p50", "p95", "p99")))
     for stage_name, qs in sorted(metrics["latency_ms"].items(), key=lambda kv: stage_key(kv[0])):

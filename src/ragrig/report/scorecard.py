@@ -1,0 +1,424 @@
+"""The report's scorecard: per-query axis values, the metrics.json `scorecard` section, per-slice
+axes and the summary lines (pure: DataFrames in, tables and dicts out).
+
+Per answered query (a row of the generations table):
+
+* faithfulness: the judgment's `faithfulness` when its status is `scored` (the composite when the
+  judge writes one, else the claim share); refusals and other statuses have none;
+* relevance: `ragrig.metrics.relevance` over the passages given to the generator
+  (`context_chunk_ids`, `contexts`), the query's embed-stage vector, the judge's `llm_relevance`
+  and the qrels;
+* correctness: `ragrig.metrics.correctness` (reference answer, else claim-label verdict, else
+  the surrogates); a generation that failed (`status` error) has none.
+
+Columns other stages add later (`llm_*`, `self_consistency`, `faithfulness_parts`) are read when
+present and treated as unavailable when absent, so judgments written before them still report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragrig.errors import ConfigError, DataValidationError
+from ragrig.metrics import correctness as corr
+from ragrig.metrics import relevance as rel
+from ragrig.metrics.names import ALL
+from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
+
+# optional columns and the part they feed
+LLM_RELEVANCE = "llm_relevance"
+SURROGATE_COLUMNS = {
+    "self_consistency": "self_consistency",
+    "coverage": "llm_coverage",
+    "clarity": "llm_clarity",
+    "external_consistency": "llm_external_consistency",
+}
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """Embed-stage vectors: queries and chunks, each with its ids in row order."""
+
+    query_ids: list[str]
+    queries: np.ndarray
+    chunk_ids: list[str]
+    chunks: np.ndarray
+
+
+@dataclass(frozen=True)
+class ScorecardTables:
+    long: pd.DataFrame  # qid, measure, value: axis/*, relevance/*, correctness/*
+    per_query: pd.DataFrame  # one row per answered query: axes, weighted, gate, diagnosis
+    counts: dict[str, Any]  # relevance/correctness bookkeeping for metrics.json
+    notes: list[str]
+
+
+def _value(row: Mapping[str, Any] | None, col: str) -> float | None:
+    if row is None or col not in row:
+        return None
+    v = row[col]
+    if v is None or isinstance(v, str) or pd.isna(v):
+        return None
+    return float(v)
+
+
+def _positives(qrels: pd.DataFrame) -> dict[str, set[str]]:
+    pos = qrels[qrels["relevance"] > 0]
+    out: dict[str, set[str]] = {}
+    for q, d in zip(pos["qid"], pos["doc_id"], strict=True):
+        out.setdefault(q, set()).add(d)
+    return out
+
+
+def _json_list(text: str, what: str, qid: str) -> list:
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise DataValidationError(
+            f"generations: query {qid!r}: {what} is not JSON ({exc})"
+        ) from None
+    if not isinstance(value, list):
+        raise DataValidationError(f"generations: query {qid!r}: {what} is not a JSON list")
+    return value
+
+
+def scorecard_tables(
+    queries: pd.DataFrame,
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    generations: pd.DataFrame,
+    judgments: pd.DataFrame,
+    cfg: Any,
+    vectors: Vectors | None = None,
+) -> ScorecardTables:
+    """Per-query axis values and their parts. `run` is the run the contexts were taken from
+    (after rerank): it maps each context chunk to its document."""
+    from ragrig.text import tokenize
+
+    if cfg.reference_column is not None and cfg.reference_column not in queries.columns:
+        raise ConfigError(
+            f"report.scorecard.reference_column: the queries table has no column "
+            f"{cfg.reference_column!r} (columns: {sorted(queries.columns)})"
+        )
+    qinfo = queries.set_index("qid")
+    positives = _positives(qrels)
+    chunk_doc = {
+        (q, c): d for q, c, d in zip(run["qid"], run["chunk_id"], run["doc_id"], strict=True)
+    }
+    judged = {r["qid"]: r for r in judgments.to_dict("records")}
+    qvec = cvec = None
+    if vectors is not None:
+        for what, ids, mat in (
+            ("queries", vectors.query_ids, vectors.queries),
+            ("chunks", vectors.chunk_ids, vectors.chunks),
+        ):
+            if len(ids) != mat.shape[0]:
+                raise DataValidationError(
+                    f"embed: {len(ids)} {what} ids for {mat.shape[0]} {what} vectors"
+                )
+        qvec = dict(zip(vectors.query_ids, range(len(vectors.query_ids)), strict=True))
+        cvec = dict(zip(vectors.chunk_ids, range(len(vectors.chunk_ids)), strict=True))
+    sim = cfg.similarity_range
+
+    rows: list[tuple[str, str, float]] = []
+    per_query = []
+    counts: Counter[str] = Counter()
+    verdicts: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    rel_parts_used: Counter[str] = Counter()
+    sur_parts_used: Counter[str] = Counter()
+
+    for g in generations.to_dict("records"):
+        qid = g["qid"]
+        if qid not in qinfo.index:
+            raise DataValidationError(f"generations: query {qid!r} is not in the queries table")
+        q = qinfo.loc[qid]
+        j = judged.get(qid)
+        ctx_ids = _json_list(g["context_chunk_ids"], "context_chunk_ids", qid)
+        passages = _json_list(g["contexts"], "contexts", qid)
+        docs = []
+        for c in ctx_ids:
+            if (qid, c) not in chunk_doc:
+                raise DataValidationError(
+                    f"generations: query {qid!r} was given chunk {c!r}, which its run lacks"
+                )
+            docs.append(chunk_doc[(qid, c)])
+
+        # relevance
+        parts: dict[str, float | None] = dict.fromkeys(rel.PARTS)
+        empty = not ctx_ids
+        counts["empty_context"] += int(empty)
+        if vectors is not None:
+            if empty:
+                parts["semantic"] = 0.0
+            elif qid in qvec and all(c in cvec for c in ctx_ids):
+                cos = rel.best_cosine(
+                    vectors.queries[qvec[qid]], vectors.chunks[[cvec[c] for c in ctx_ids]]
+                )
+                parts["semantic"] = rel.map_similarity(cos, sim.irrelevant, sim.relevant)
+                rows.append((qid, "relevance/cosine", cos))
+            else:
+                counts["semantic_missing_vectors"] += 1
+        q_tokens = tokenize([str(q["text"])])[0]
+        ctx_tokens = [t for toks in tokenize([str(p) for p in passages]) for t in toks]
+        parts["keyword"] = rel.keyword_overlap(q_tokens, ctx_tokens)
+        parts["llm"] = _value(j, LLM_RELEVANCE)
+        pos = positives.get(qid, set())
+        if pos:
+            precision = rel.context_precision(docs, pos)
+            ranked = rel.context_precision_ranked(docs, pos)
+            recall = rel.context_recall(docs, pos)
+            parts["context"] = ((ranked or 0.0) + (recall or 0.0)) / 2
+            for name, v in (
+                ("context_precision", precision),
+                ("context_precision_ranked", ranked),
+                ("context_recall", recall),
+            ):
+                if v is not None:
+                    rows.append((qid, f"relevance/{name}", v))
+        relevance, used = combine(parts, cfg.relevance_weights)
+        rel_parts_used.update(used.keys())
+        for name in ("semantic", "keyword", "llm"):
+            if parts[name] is not None:
+                rows.append((qid, f"relevance/{name}", parts[name]))
+
+        # correctness
+        correctness: float | None = None
+        verdict = expected = ""
+        if g["status"] == "error":
+            sources["generation_error"] += 1
+        else:
+            ref = q.get(cfg.reference_column) if cfg.reference_column else None
+            ref = ref if isinstance(ref, str) and ref.strip() else None
+            label = corr.expected_verdict(q.get("claim_label")) if cfg.verdicts else None
+            if ref is not None:
+                correctness = corr.token_f1(g["answer"], ref)
+                rows.append((qid, "correctness/token_f1", correctness))
+                rows.append((qid, "correctness/exact_match", corr.exact_match(g["answer"], ref)))
+                sources["reference"] += 1
+            elif label is not None:
+                refusal = j is not None and j.get("answer_kind") == "refusal"
+                verdict = corr.parse_verdict(g["answer"], refusal=refusal)
+                expected = label
+                verdicts[verdict] += 1
+                correctness = float(verdict == label)
+                rows.append((qid, "correctness/verdict", correctness))
+                rows.append((qid, "correctness/no_verdict", float(verdict == corr.NO_VERDICT)))
+                sources["verdict"] += 1
+            else:
+                sur = {}
+                for part, col in SURROGATE_COLUMNS.items():
+                    v = _value(g, col) if col in g else _value(j, col)
+                    sur[part] = v
+                    if v is not None:
+                        rows.append((qid, f"correctness/{part}", v))
+                correctness, sused = combine(sur, cfg.correctness_surrogate_weights)
+                sur_parts_used.update(sused.keys())
+                if correctness is not None:
+                    rows.append((qid, "correctness/surrogate", correctness))
+                    sources["surrogates"] += 1
+                else:
+                    sources["no_ground_truth_no_surrogate"] += 1
+
+        faith = _value(j, "faithfulness") if j is not None and j["status"] == "scored" else None
+        axes = {"faithfulness": faith, "relevance": relevance, "correctness": correctness}
+        for name, v in axes.items():
+            if v is not None:
+                rows.append((qid, f"axis/{name}", v))
+        card = evaluate(axes, cfg.weights, cfg.floors_dict())
+        per_query.append(
+            {
+                "qid": qid,
+                **{a: axes[a] for a in AXES},
+                "weighted": card.weighted,
+                "gate": card.gate,
+                "diagnosis": card.diagnosis_code,
+                "verdict": verdict,
+                "expected_verdict": expected,
+            }
+        )
+
+    long = pd.DataFrame(rows, columns=["qid", "measure", "value"])
+    long["value"] = long["value"].astype(float)
+    pq = pd.DataFrame(
+        per_query,
+        columns=["qid", *AXES, "weighted", "gate", "diagnosis", "verdict", "expected_verdict"],
+    )
+    n = len(generations)
+    summary = {
+        "answers": n,
+        "relevance": {
+            "empty_context": counts["empty_context"],
+            "semantic_missing_vectors": counts["semantic_missing_vectors"],
+            "answers_with_part": {p: rel_parts_used.get(p, 0) for p in rel.PARTS},
+        },
+        "correctness": {
+            "sources": {
+                s: sources[s]
+                for s in (
+                    "reference",
+                    "verdict",
+                    "surrogates",
+                    "no_ground_truth_no_surrogate",
+                    "generation_error",
+                )
+            },
+            "verdicts": {v: verdicts[v] for v in corr.VERDICTS},
+        },
+        "diagnosis_counts": {code: int((pq["diagnosis"] == code).sum()) for code in DIAGNOSES},
+    }
+    notes = _notes(judgments, vectors, rel_parts_used, sur_parts_used, cfg, summary)
+    return ScorecardTables(long, pq, summary, notes)
+
+
+def _notes(judgments, vectors, rel_used, sur_used, cfg, summary) -> list[str]:
+    notes = []
+    scored = judgments[judgments["status"] == "scored"]
+    if "faithfulness_parts" not in judgments.columns:
+        notes.append("faithfulness is the claim share: the judgments carry no composite")
+    else:
+        sets = Counter(
+            ", ".join(sorted(k for k, w in json.loads(s or "{}").items() if w))
+            for s in scored["faithfulness_parts"]
+        )
+        for parts, k in sorted(sets.items()):
+            if parts != "claims, entity, llm":
+                notes.append(
+                    f"faithfulness composite renormalised over {parts or 'nothing'} for {k} answers"
+                )
+    if vectors is None:
+        notes.append("relevance without semantic similarity: no embed-stage vectors given")
+    missing = [p for p in rel.PARTS if cfg.relevance_weights[p] > 0 and not rel_used.get(p)]
+    if missing:
+        notes.append(f"relevance renormalised: no {', '.join(missing)} part available")
+    src = summary["correctness"]["sources"]
+    if src["surrogates"]:
+        absent = [
+            p
+            for p in corr.SURROGATES
+            if cfg.correctness_surrogate_weights[p] > 0 and not sur_used.get(p)
+        ]
+        if absent:
+            notes.append(f"correctness surrogates renormalised: no {', '.join(absent)}")
+    if src["no_ground_truth_no_surrogate"]:
+        notes.append(
+            f"correctness not measured for {src['no_ground_truth_no_surrogate']} answers: "
+            "no reference, no claim label, no surrogate"
+        )
+    nv = summary["correctness"]["verdicts"][corr.NO_VERDICT]
+    if nv:
+        notes.append(f"{nv} answers give no recognisable verdict: scored incorrect")
+    return notes
+
+
+def _axis_means(agg: pd.DataFrame, slice_name: str, value: str) -> tuple[dict, dict]:
+    sel = agg[(agg["slice"] == slice_name) & (agg["slice_value"] == value)]
+    values, counts = {}, {}
+    for a in AXES:
+        row = sel[sel["measure"] == f"axis/{a}"]
+        values[a] = float(row["mean"].iloc[0]) if len(row) else None
+        counts[a] = int(row["n"].iloc[0]) if len(row) else 0
+    return values, counts
+
+
+def _part_means(agg: pd.DataFrame, prefix: str) -> dict[str, dict[str, float]]:
+    sel = agg[(agg["slice"] == ALL) & agg["measure"].str.startswith(prefix)]
+    return {
+        m[len(prefix) :]: {"mean": float(v), "n": int(k)}
+        for m, v, k in zip(sel["measure"], sel["mean"], sel["n"], strict=True)
+    }
+
+
+def scorecard_section(agg: pd.DataFrame, tables: ScorecardTables, cfg: Any) -> dict[str, Any]:
+    """metrics.json `scorecard`: the whole run's axes, weighted score, gate and diagnosis."""
+    values, counts = _axis_means(agg, ALL, ALL)
+    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts)
+    out = card.to_dict()
+    out["notes"] = [*tables.notes, *out["notes"]]
+    out["relevance"] = {
+        **_part_means(agg, "relevance/"),
+        **tables.counts["relevance"],
+        "weights": dict(cfg.relevance_weights),
+        "similarity_range": cfg.similarity_range.model_dump(),
+    }
+    out["correctness"] = {
+        **_part_means(agg, "correctness/"),
+        **tables.counts["correctness"],
+        "surrogate_weights": dict(cfg.correctness_surrogate_weights),
+    }
+    out["answers"] = tables.counts["answers"]
+    out["diagnosis_counts"] = tables.counts["diagnosis_counts"]
+    return out
+
+
+def slice_scorecard(agg: pd.DataFrame, slice_name: str, value: str, cfg: Any) -> dict[str, Any]:
+    """The `scorecard/...` entries of one slice value: axis means and counts, weighted score,
+    gate and diagnosis code (an axis with nothing measured in the slice is absent, n 0)."""
+    values, counts = _axis_means(agg, slice_name, value)
+    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts)
+    entry: dict[str, Any] = {}
+    for a in AXES:
+        if values[a] is not None:
+            entry[f"scorecard/{a}"] = values[a]
+        entry[f"scorecard/{a}_n"] = counts[a]
+    if card.weighted is not None:
+        entry["scorecard/weighted"] = card.weighted
+    entry["scorecard/gate"] = card.gate
+    entry["scorecard/diagnosis"] = card.diagnosis_code
+    return entry
+
+
+def _num(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, int | float) and not isinstance(v, bool) else "n/a"
+
+
+def format_scorecard(section: Mapping[str, Any]) -> list[str]:
+    """Console lines: the three rows, the weighted score, the gate and the diagnosis."""
+    lines = [f"scorecard        {'value':>8}  {'floor':>6}  {'kind':<5} {'n':>5}  result"]
+    for a in AXES:
+        ax = section["axes"][a]
+        result = {"pass": "pass", "below_floor": "FAIL", "not_measured": "NOT MEASURED"}[
+            ax["status"]
+        ]
+        lines.append(
+            f"  {a:<14} {_num(ax['value']):>8}  {ax['floor']:>6.2f}  {ax['kind']:<5} "
+            f"{ax['n']:>5}  {result}"
+        )
+    w = section.get("weighted")
+    weights = ", ".join(f"{a} {section['weights'][a]:.2f}" for a in AXES)
+    lines.append(f"  weighted       {_num(w):>8}  ({weights})")
+    failed = section.get("failed", [])
+    lines.append(f"  gate: {section['gate']}" + (f" ({', '.join(failed)})" if failed else ""))
+    lines.append(f"  diagnosis: {section['diagnosis']}")
+    for note in section.get("notes", []):
+        lines.append(f"  note: {note}")
+    return lines
+
+
+def format_slice_scorecards(slices: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """Per slice value: the three axis means, weighted score, gate and diagnosis code."""
+    lines = []
+    for name, values in slices.items():
+        if not any("scorecard/gate" in e for e in values.values()):
+            continue
+        lines.append(
+            f"scorecard by {name}: {'faithful.':>9} {'relevance':>9} {'correct.':>9} "
+            f"{'weighted':>9}  gate       diagnosis"
+        )
+        for value, e in values.items():
+            if "scorecard/gate" not in e:
+                continue
+            lines.append(
+                f"  {value:<16}"
+                + "".join(f" {_num(e.get(f'scorecard/{a}')):>9}" for a in AXES)
+                + f" {_num(e.get('scorecard/weighted')):>9}  {e['scorecard/gate']:<10} "
+                f"{e['scorecard/diagnosis']}"
+            )
+    return lines
