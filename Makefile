@@ -16,7 +16,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate
 
 setup: $(STAMP)
 
@@ -83,6 +83,11 @@ params: $(STAMP)
 calibrate: $(STAMP)
 	$(BIN)/python -m ragrig.cli calibrate
 	$(BIN)/python -m ragrig.cli params write
+
+# The scorecard of reports/metrics.json against its floors: exit 0 pass (soft failures warn),
+# 1 a hard floor failed, 2 metrics missing or a hard axis not measured (for CI, after repro).
+gate: $(STAMP)
+	$(BIN)/python -m ragrig.cli gate
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
