@@ -100,6 +100,24 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     assert run["metrics.retrieval/ndcg_at_10"] == pytest.approx(metrics["retrieval"]["ndcg@10"])
     assert run["params.retrieve.ef_search"] == "128"
     assert run["tags.params_hash"] and len(run["tags.git_commit"]) == 40
+    # the scorecard: three axes measured on the fixture (relevance from the embed vectors and
+    # qrels, correctness from the claim labels), logged, and read back by `ragrig gate`
+    sc = metrics["scorecard"]
+    assert {a: sc["axes"][a]["n"] for a in ("relevance", "correctness")} == {
+        "relevance": 9,
+        "correctness": 9,
+    }
+    assert sc["relevance"]["answers_with_part"]["semantic"] == 9
+    assert (ws / "reports/run/scorecard.csv").exists()
+    assert run["metrics.scorecard/axes/relevance/value"] == pytest.approx(
+        sc["axes"]["relevance"]["value"]
+    )
+    gate = subprocess.run(
+        [_python(ws), "-m", "ragrig.cli", "gate"], cwd=ws, capture_output=True, text=True
+    )
+    expected = {"pass": 0, "fail_soft": 0}.get(sc["gate"], 2 if sc["unmeasured"] else 1)
+    assert gate.returncode == expected, gate.stdout + gate.stderr
+    assert f"gate: {sc['gate']}" in gate.stdout
 
 
 def test_second_repro_runs_no_stage(ws):
