@@ -645,3 +645,21 @@ def test_gate_command_unreadable_metrics(tmp_path, content, message):
     assert res.returncode == 2
     assert message in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_bad_inputs_are_one_clear_error():
+    gens = _gens()
+    gens.loc[1, "contexts"] = "[not json"
+    with pytest.raises(DataValidationError, match="query 'q2': contexts is not JSON"):
+        scorecard_tables(_queries(), QRELS, RUN, gens, _judgments(False), _cfg(), None)
+    v = _vectors()
+    short = Vectors(v.query_ids[:3], v.queries, v.chunk_ids, v.chunks)
+    with pytest.raises(DataValidationError, match="3 queries ids for 4 queries vectors"):
+        scorecard_tables(_queries(), QRELS, RUN, _gens(), _judgments(False), _cfg(), short)
+    # a query the embed stage has no vector for: its semantic part is left out and counted
+    part = Vectors(v.query_ids[:3], v.queries[:3], v.chunk_ids, v.chunks)
+    t = scorecard_tables(_queries(), QRELS, RUN, _gens(), _judgments(False), _cfg(), part)
+    assert t.counts["relevance"]["semantic_missing_vectors"] == 1
+    assert ("q4", "relevance/semantic") not in set(
+        zip(t.long["qid"], t.long["measure"], strict=True)
+    )
