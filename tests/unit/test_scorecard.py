@@ -31,16 +31,6 @@ from ragrig.metrics.scorecard import (
 from ragrig.report import ReportInputs, build_report
 from ragrig.report.scorecard import Vectors, scorecard_tables
 
-from ..conftest import PROJECT
-
-REF = (
-    json.loads((PROJECT.parent / "shared" / "reference_examples.json").read_text())[
-        "three_axis_scorecard"
-    ]
-    if (PROJECT.parent / "shared" / "reference_examples.json").exists()
-    else None
-)
-
 # the reference example, copied so the test runs without ../shared (and checked against it when
 # it is there)
 REFERENCE = {
@@ -72,11 +62,10 @@ def _cfg(**scorecard):
     return validate_section("report", {"scorecard": scorecard}).scorecard
 
 
-def test_reference_copy_matches_shared_file():
-    if REF is None:
-        pytest.skip("../shared/reference_examples.json not present")
+def test_reference_copy_matches_shared_file(reference):
+    ref = reference["three_axis_scorecard"]
     for key, value in REFERENCE.items():
-        assert REF[key] == value
+        assert ref[key] == value
 
 
 def test_defaults_are_the_reference_weights_floors_surrogates_and_texts():
