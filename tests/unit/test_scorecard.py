@@ -141,8 +141,15 @@ def test_weighted_090_with_faithfulness_070_fails_with_correctness_070_passes_so
     assert low_faith.weighted == pytest.approx(0.90) == low_corr.weighted
     assert (low_faith.gate, low_faith.failed) == (FAIL_HARD, ["faithfulness"])
     assert gate_exit_code(low_faith) == 1
-    # correctness 0.70 is at its floor: passes; 0.69 is a soft failure (warning, exit 0)
+    # correctness 0.70 is at its floor (floors are inclusive): passes; 0.69 is a soft failure
+    # (warning, exit 0)
     assert low_corr.gate == PASS and gate_exit_code(low_corr) == 0
+    rounded = evaluate(
+        {"faithfulness": 1.0, "relevance": 1.0, "correctness": float(np.mean([0.7] * 3))},
+        equal,
+        REFERENCE["floors"],
+    )
+    assert rounded.gate == PASS
     soft = evaluate(
         {"faithfulness": 1.0, "relevance": 0.90, "correctness": 0.69},
         REFERENCE["weights"],

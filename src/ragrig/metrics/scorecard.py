@@ -27,6 +27,9 @@ HARD, SOFT = "hard", "soft"
 PASS, FAIL_HARD, FAIL_SOFT = "pass", "fail_hard", "fail_soft"
 GATES = (PASS, FAIL_SOFT, FAIL_HARD)
 OK, LOW, NOT_MEASURED = "pass", "below_floor", "not_measured"
+# A floor is inclusive (>= min); a mean that misses it by floating-point rounding alone
+# (0.7 averaged as 0.6999999999999998) still meets it.
+FLOOR_TOLERANCE = 1e-9
 
 DEFAULT_WEIGHTS = {"faithfulness": 0.5, "relevance": 0.25, "correctness": 0.25}
 DEFAULT_FLOORS = {
@@ -105,12 +108,12 @@ class Axis:
     def status(self) -> str:
         if self.value is None:
             return NOT_MEASURED
-        return OK if self.value >= self.floor else LOW
+        return OK if self.value >= self.floor - FLOOR_TOLERANCE else LOW
 
     @property
     def passed(self) -> bool | None:
         """True / False against the floor; None when not measured (never a silent pass)."""
-        return None if self.value is None else self.value >= self.floor
+        return None if self.value is None else self.status == OK
 
     def to_dict(self) -> dict[str, Any]:
         return {
