@@ -43,6 +43,7 @@ def main() -> None:
         generations=read_table(generate_dir / "generations.parquet", "generations"),
         judgments=read_table(judge_dir / "judgments.parquet", "judgments"),
         unjudged_not_parsed=read_json(parse_dir / "manifest.json").get("queries_unjudged", 0),
+        judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
     report = build_report(inputs, cfg)
     params = load_params(args.params)

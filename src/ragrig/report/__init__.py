@@ -19,6 +19,7 @@ from ragrig.metrics.aggregate import (
 )
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
 from ragrig.report.config import missing_prices, price_hint
+from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
@@ -37,6 +38,8 @@ class ReportInputs:
     # queries of the dataset's queries file that parse left out for having no judgment in the
     # split (data/parse/manifest.json `queries_unjudged`): counted, never silently gone
     unjudged_not_parsed: int = 0
+    # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
+    judge_weights: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
             }
         )
     )
+    parts.extend(judge_measures(j))  # judge/claim_support, judge/llm_*
 
     long = pd.concat([p for p in parts if len(p)], ignore_index=True)
     long = long.sort_values(["measure", "qid"], kind="mergesort").reset_index(drop=True)
@@ -212,6 +216,7 @@ def _metrics_tree(
             **_means(agg, "judge/"),
             "n_scored": judge_status["scored"],
             "no_claims": judge_status["no_claims"],
+            **composite_summary(j, inp.judge_weights),  # weights used, LLM judge statuses
         },
         "latency_ms": {
             stage: quantiles(g["latency_ms"].tolist(), cfg.latency_quantiles)
