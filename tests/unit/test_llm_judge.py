@@ -355,7 +355,7 @@ def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
         "judge",
         {
             "method": "overlap",
-            "llm": {"backend": "llama_cpp", "cache_dir": str(tmp_path), "threads": 2},
+            "llm": {"backend": "llama_cpp", "cache_dir": str(tmp_path)},
         },
     )
     judge = make_llm_judge(cfg.llm)
