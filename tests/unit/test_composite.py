@@ -3,6 +3,7 @@ its report lines, and the price check of the LLM judge's model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -148,3 +149,41 @@ def test_report_rejects_an_unknown_llm_status():
     j.loc[0, "llm_status"] = "maybe"
     with pytest.raises(DataValidationError, match="unknown llm_status"):
         composite_summary(j, W)
+
+
+def test_build_report_and_summary_say_when_weights_were_renormalised():
+    from ragrig.judge import judge_all
+    from ragrig.judge.overlap import OverlapJudge
+    from ragrig.report import build_report
+    from ragrig.report.summary import format_summary
+
+    from .test_report import _inputs
+
+    inp = _inputs()
+    gens = inp.generations.assign(
+        answer=["Curiosity landed on Mars in 2012 [1].", "I cannot answer"],
+        contexts=json.dumps(["Curiosity landed on Mars in 2012."]),
+    )
+    judg = judge_all(OverlapJudge(), gens, {"q1": "When?", "q2": "Why?"}, progress=False)
+    inp = dataclasses.replace(inp, generations=gens, judgments=judg, judge_weights=W)
+    cfg = validate_section(
+        "report",
+        {
+            "k_values": [10],
+            "prices": {"api-model": {"input_per_mtok": 1.0, "output_per_mtok": 10.0}},
+        },
+    )
+    m = build_report(inp, cfg).metrics
+    j = m["judge"]
+    assert (j["n_scored"], j["no_claims"]) == (1, 1)
+    assert j["weights"] == W and j["weights_used"] == {"claims+entity": 1}
+    assert j["renormalised"] == 1 and j["llm_status"]["disabled"] == 2
+    # claims 1.0 and entities (Curiosity, Mars, 2012) 1.0: the composite is 1.0
+    assert (j["faithfulness"], j["claim_support"]) == (1.0, 1.0)
+    assert "judge/llm_faithfulness" not in m["slices"]["claim_label"]["SUPPORT"]
+    summary = format_summary(m)
+    assert (
+        "faithfulness composite: weights claims 0.4 / llm 0.4 / entity 0.2; parts used "
+        "claims+entity 1; 1 answers with weights renormalised over their available parts; "
+        "no LLM judge"
+    ) in summary.splitlines()

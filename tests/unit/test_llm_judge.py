@@ -120,6 +120,7 @@ def test_good_reply_is_parsed_with_tokens_and_schema_sent(server, tmp_path, monk
     judge = _judge(url, "good", tmp_path, api_key_env="RAGRIG_JUDGE_KEY")
     out = judge.judge(QUESTION, ANSWER, CONTEXT)
     assert out.status == "ok" and not out.cached and out.attempts == 1
+    assert out.latency_ms > 0 and out.cpu_s >= 0
     assert out.verdict == LLMVerdict(**GOOD)
     assert (out.prompt_tokens, out.completion_tokens) == (321, 45)
     body = bodies[-1]
@@ -365,6 +366,7 @@ def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
     assert out.status == "ok", out.error  # the grammar keeps a 135M model inside the schema
     assert isinstance(out.verdict, LLMVerdict)
     assert out.prompt_tokens > 100 and 0 < out.completion_tokens <= cfg.llm.max_tokens
+    assert out.cpu_s > 0.1  # the inference runs in this process
     again = judge.judge(QUESTION, "Mars has three moons [1].", CONTEXT)
     assert again.cached and again.verdict == out.verdict
     print(f"SmolLM2 judge call: {seconds:.2f} s, {out.completion_tokens} tokens")

@@ -107,6 +107,7 @@ class LLMJudgment:
     error: str = ""
     attempts: int = 0
     latency_ms: float = 0.0
+    cpu_s: float = 0.0  # process CPU seconds of the call (in-process models: the inference)
 
 
 def judge_messages(question: str, answer: str, contexts: list[str]) -> list[dict[str, str]]:
@@ -209,7 +210,7 @@ class LLMJudge:
         return redact(f"{type(exc).__name__}: {exc}", self.secrets)[:ERROR_CHARS]
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> LLMJudgment:
-        t0 = time.perf_counter()
+        t0 = (time.perf_counter(), time.process_time())
         messages = judge_messages(question, answer, contexts)
         key = cache_key(self.model_name, messages, self.params)
         entry = self._read_cache(key)
@@ -269,13 +270,13 @@ class LLMJudge:
         )
 
     def _failed(
-        self, status: str, exc: BaseException, attempts: int, t0: float, note: str = ""
+        self, status: str, exc: BaseException, attempts: int, t0: tuple, note: str = ""
     ) -> LLMJudgment:
         return LLMJudgment(
             status,
             error=self._redacted(exc) + note,
             attempts=attempts,
-            latency_ms=(time.perf_counter() - t0) * 1e3,
+            **_elapsed(t0),
         )
 
     def _judgment(
@@ -285,7 +286,7 @@ class LLMJudge:
         completion_tokens: int,
         cached: bool,
         attempts: int,
-        t0: float,
+        t0: tuple,
         finish: str | None,
     ) -> LLMJudgment:
         common = {
@@ -307,10 +308,17 @@ class LLMJudge:
             return LLMJudgment(
                 INVALID,
                 error=error[:ERROR_CHARS],
-                latency_ms=(time.perf_counter() - t0) * 1e3,
+                **_elapsed(t0),
                 **common,
             )
-        return LLMJudgment(OK, verdict, latency_ms=(time.perf_counter() - t0) * 1e3, **common)
+        return LLMJudgment(OK, verdict, **_elapsed(t0), **common)
+
+
+def _elapsed(t0: tuple[float, float]) -> dict[str, float]:
+    return {
+        "latency_ms": (time.perf_counter() - t0[0]) * 1e3,
+        "cpu_s": time.process_time() - t0[1],
+    }
 
 
 def _http_transport(cfg: Any) -> tuple[Transport, tuple[str, ...]]:
