@@ -61,7 +61,11 @@ class OpenAIHttpGenerator:
             "temperature": self.temperature,
             "seed": self.seed,
         }
-        response, text = post_chat(self.url, body, self.headers, self.timeout_s, self.secrets)
+        try:
+            response, text = post_chat(self.url, body, self.headers, self.timeout_s, self.secrets)
+        except (TransientHTTPError, MalformedResponse) as exc:
+            # the generator does not retry: every such failure is a plain RuntimeError row
+            raise RuntimeError(str(exc)) from None
         try:
             return read_completion(response)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
