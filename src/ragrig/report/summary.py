@@ -113,7 +113,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
         f"judgments {g['judgment_status']}"
     )
     lines.append(
-        f"faithfulness (overlap judge): {_fmt(faith) if faith is not None else 'n/a'} over {j['n_scored']} scored answers"
+        f"faithfulness (composite): {_fmt(faith) if faith is not None else 'n/a'} over {j['n_scored']} scored answers"
         f"; {j['no_claims']} answers with no checkable claim (counted apart)"
     )
     if "weights_used" in j:
