@@ -129,6 +129,9 @@ def test_good_reply_is_parsed_with_tokens_and_schema_sent(server, tmp_path, monk
     user = body["messages"][1]["content"]
     assert f"Question: {QUESTION}" in user and "[2] Curiosity landed on Mars in 2012." in user
     assert f"Answer:\n{ANSWER}" in user
+    # the cache keeps the reply, never the request's headers
+    (entry,) = (tmp_path / "cache").rglob("*.json")
+    assert KEY not in entry.read_text() and json.loads(entry.read_text())["content"]
 
 
 def test_cache_second_run_makes_no_request_and_a_changed_prompt_does(server, tmp_path):
@@ -370,3 +373,63 @@ def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
     again = judge.judge(QUESTION, "Mars has three moons [1].", CONTEXT)
     assert again.cached and again.verdict == out.verdict
     print(f"SmolLM2 judge call: {seconds:.2f} s, {out.completion_tokens} tokens")
+
+
+# --- the judge stage with an LLM judge ---------------------------------------------------
+
+
+def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_project(
+    server, tmp_path
+):
+    """stages/judge.py end to end against the local server: statuses in the manifest, the
+    cache in <project>/.cache/judge by default, and a rerun that sends no request."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from ragrig.io import read_json
+
+    from ..conftest import PROJECT
+
+    url, hits, _ = server
+    (tmp_path / "parse").mkdir()
+    (tmp_path / "gen").mkdir()
+    pd.DataFrame(
+        {
+            "qid": ["a", "b"],
+            "text": [QUESTION, QUESTION],
+            "claim_label": ["SUPPORT", "SUPPORT"],
+            "n_gold": [1, 1],
+            "n_words": [6, 6],
+        }
+    ).to_parquet(tmp_path / "parse" / "queries.parquet")
+    gens = _gens({"a": ANSWER, "b": "Mars has three moons [1]."}).assign(
+        context_chunk_ids="[]",
+        citations="[1]",
+        model="m",
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_ms=0.0,
+    )
+    gens.to_parquet(tmp_path / "gen" / "generations.parquet")
+    judge = {
+        "method": "overlap",
+        "llm": {"backend": "openai_http", "base_url": f"{url}/good/v1", "model": "judge-model"},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"judge": judge}))
+    cmd = [sys.executable, str(PROJECT / "stages" / "judge.py"), "--out", "out"]
+    cmd += ["--inputs", "parse", "gen"]
+    before = hits["good"]
+    for run in range(2):
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        manifest = read_json(tmp_path / "out" / "manifest.json")
+        assert manifest["llm_status"] == {"ok": 2} and manifest["llm_model"] == "judge-model"
+        assert manifest["llm_cached"] == 2 * run
+        assert manifest["weights"] == {"claims": 0.4, "llm": 0.4, "entity": 0.2}
+    assert hits["good"] == before + 2  # the second run sent nothing
+    assert len(list((tmp_path / ".cache" / "judge").rglob("*.json"))) == 2
+    out = pd.read_parquet(tmp_path / "out" / "judgments.parquet").set_index("qid")
+    assert out.loc["a", "faithfulness"] == pytest.approx(1.0)  # claims, llm, entity all 1.0
+    assert out["llm_cached"].all() and out["judge_prompt_tokens"].sum() == 0
