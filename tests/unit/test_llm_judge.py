@@ -433,3 +433,17 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
     out = pd.read_parquet(tmp_path / "out" / "judgments.parquet").set_index("qid")
     assert out.loc["a", "faithfulness"] == pytest.approx(1.0)  # claims, llm, entity all 1.0
     assert out["llm_cached"].all() and out["judge_prompt_tokens"].sum() == 0
+
+
+def test_llama_cpp_prompt_beyond_the_context_is_an_error_naming_it(tmp_path):
+    cfg = validate_section(
+        "judge",
+        {
+            "method": "overlap",
+            "llm": {"backend": "llama_cpp", "cache_dir": str(tmp_path), "n_ctx": 256},
+        },
+    )
+    out = make_llm_judge(cfg.llm).judge(QUESTION, ANSWER, ["Mars has two moons. " * 100])
+    assert out.status == "error" and out.verdict is None
+    assert "exceeds the available context size (256 tokens)" in out.error
+    assert not list(tmp_path.rglob("*.json"))  # nothing cached
