@@ -16,14 +16,34 @@ def main() -> None:
     cfg = load_section("judge", args.params)
     queries = read_table(parse_dir / "queries.parquet", "queries")
     gens = read_table(generate_dir / "generations.parquet", "generations")
+    llm = None
+    if cfg.llm is not None:
+        from ragrig.judge.llm import make_llm_judge
+
+        llm = make_llm_judge(cfg.llm)
     judgments = judge_all(
-        make_judge(cfg), gens, dict(zip(queries["qid"], queries["text"], strict=True))
+        make_judge(cfg),
+        gens,
+        dict(zip(queries["qid"], queries["text"], strict=True)),
+        llm=llm,
+        weights=cfg.weights.model_dump(),
     )
     status = judgments["status"].value_counts().sort_index().to_dict()
+    llm_status = judgments["llm_status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(judgments, out / "judgments.parquet", "judgments")
-        write_json(out / "manifest.json", {"method": cfg.method, "status": status})
-    print(f"judge: {len(judgments)} answers, status {status}")
+        write_json(
+            out / "manifest.json",
+            {
+                "method": cfg.method,
+                "status": status,
+                "weights": cfg.weights.model_dump(),
+                "llm_model": llm.model_name if llm is not None else None,
+                "llm_status": llm_status,
+                "llm_cached": int(judgments["llm_cached"].sum()),
+            },
+        )
+    print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ def main() -> None:
             chunk_ids=read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist(),
             chunks=np.load(embed_dir / "chunks.npy", mmap_mode="r"),
         ),
+        judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
     report = build_report(inputs, cfg)
     params = load_params(args.params)

@@ -65,10 +65,14 @@ VARIANT = [
 ]
 
 
+# measured times: milliseconds (`*_ms`) and CPU seconds (`cpu_s`, `judge_cpu_s`)
+MEASURED = ("_ms", "cpu_s")
+
+
 def _without_ms(value):
-    """JSON data with every measured-milliseconds key (`*_ms`) removed, at any depth."""
+    """JSON data with every measured-time key (`*_ms`, `*cpu_s`) removed, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_ms(v) for k, v in value.items() if not k.endswith("_ms")}
+        return {k: _without_ms(v) for k, v in value.items() if not k.endswith(MEASURED)}
     if isinstance(value, list):
         return [_without_ms(v) for v in value]
     return value
@@ -94,7 +98,7 @@ def _assert_same_apart_from_latency(rel: str, a: Path, b: Path) -> None:
     if rel.endswith(".parquet"):
         fa, fb = pd.read_parquet(a), pd.read_parquet(b)
         assert [c for c in fa.columns if c.endswith("_ms")], f"{rel}: no latency column"
-        keep = [c for c in fa.columns if not c.endswith("_ms")]
+        keep = [c for c in fa.columns if not c.endswith(MEASURED)]
         pd.testing.assert_frame_equal(fa[keep], fb[keep], check_exact=True, obj=rel)
     elif rel.endswith(".json"):
         assert _without_ms(json.loads(a.read_text())) == _without_ms(json.loads(b.read_text())), rel

@@ -179,7 +179,7 @@ def _without_timing(obj):
         return {
             k: _without_timing(v)
             for k, v in obj.items()
-            if k not in {"latency_ms", "approx_ms", "exact_ms"}
+            if k not in {"latency_ms", "approx_ms", "exact_ms", "cpu_s"}
         }
     return obj
 
@@ -195,7 +195,7 @@ def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
                 columns="latency_ms"
             ),
             "judge": pd.read_parquet(ws / "data/judge/judgments.parquet").drop(
-                columns="latency_ms"
+                columns=["latency_ms", "judge_cpu_s"]
             ),
             "metrics": _without_timing(json.loads((ws / "reports/metrics.json").read_text())),
         }

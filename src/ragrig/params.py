@@ -82,14 +82,19 @@ def write_params(
 
 def cross_section_problems(validated: dict[str, Any]) -> list[str]:
     """What one section requires of another, checked before any stage runs: a price for the
-    generator's model (else the report would fail after paid calls), and report k values and
+    generator's model and the LLM judge's (else the report would fail after paid calls), and report k values and
     a context size the retrieved candidate lists can reach."""
     from ragrig.report.config import missing_prices, price_hint
 
     gen, rep, ret = validated["generate"], validated["report"], validated["retrieve"]
+    models = [getattr(gen, "model", gen.method)]
+    llm_judge = getattr(validated["judge"], "llm", None)
+    if llm_judge is not None:  # the LLM judge's calls are priced too (judge cost)
+        models.append(llm_judge.model)
     problems = [
         price_hint(m, rep.prices_as_of)
-        for m in missing_prices(getattr(gen, "model", gen.method), rep.prices)
+        for model in dict.fromkeys(models)
+        for m in missing_prices(model, rep.prices)
     ]
     too_deep = [k for k in rep.k_values if k > ret.depth]
     if too_deep:

@@ -80,6 +80,20 @@ SCHEMAS: dict[str, Schema] = {
             "claims": "str",
             "latency_ms": "float",
             "error": "str",
+            # the faithfulness composite and the LLM judge (ragrig.judge.composite, .llm)
+            "claim_support": "float?",
+            "faithfulness_parts": "str",
+            "llm_status": "str",
+            "llm_faithfulness": "float?",
+            "llm_relevance": "float?",
+            "llm_coverage": "float?",
+            "llm_clarity": "float?",
+            "llm_external_consistency": "float?",
+            "llm_cached": "bool",
+            "judge_prompt_tokens": "int",
+            "judge_completion_tokens": "int",
+            "judge_cpu_s": "float",
+            "judge_model": "str",
         },
         ("qid",),
     ),
@@ -91,6 +105,10 @@ SCHEMAS: dict[str, Schema] = {
 
 GENERATION_STATUSES = ("ok", "empty", "error")
 JUDGMENT_STATUSES = ("scored", "no_claims", "invalid", "error", "skipped")
+# the LLM judge's call per answer: disabled (no judge.llm), skipped (no answer to judge), ok,
+# error (HTTP 4xx, or 5xx/connection after every retry), timeout, invalid (not JSON or breaking
+# the schema); a cached call is ok with llm_cached true
+LLM_JUDGE_STATUSES = ("disabled", "skipped", "ok", "error", "timeout", "invalid")
 
 
 def _kind_ok(series: pd.Series, kind: str) -> bool:

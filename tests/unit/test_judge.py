@@ -192,8 +192,10 @@ def test_judge_all_records_answer_kind_and_entity_overlap():
     assert out.loc["full", "error"] == "refusal"
     assert out.loc["partial", "faithfulness"] == 1.0
     # "2015" is not in the context: the claim is unsupported, and Mars/Curiosity are found
-    assert out.loc["answer", "faithfulness"] == 0.0
+    assert out.loc["answer", "claim_support"] == 0.0
     assert out.loc["answer", "entity_overlap"] == pytest.approx(2 / 3)
+    # the composite, no LLM judge: claims 0.4 and entity 0.2 renormalised over 0.6
+    assert out.loc["answer", "faithfulness"] == pytest.approx((0.4 * 0.0 + 0.2 * 2 / 3) / 0.6)
     assert json.loads(out.loc["short", "claims"]) == [
         {"claim": "Q: Which moons does Mars have? A: Phobos", "supported": True}
     ]

@@ -248,6 +248,6 @@ def test_console_summary_orders_buckets_naturally_and_shows_counts():
     ]
     assert lengths == ["<10", "10-15", ">=16"]
     assert (
-        "faithfulness (overlap judge): 0.5000 over 1 scored answers; 1 answers with no checkable claim"
+        "faithfulness (composite): 0.5000 over 1 scored answers; 1 answers with no checkable claim"
         in text
     )

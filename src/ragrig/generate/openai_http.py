@@ -33,17 +33,9 @@ class OpenAIHttpGenerator:
         self.temperature = temperature
         self.seed = seed
         self.timeout_s = timeout_s
-        self.headers = {"Content-Type": "application/json"}
-        # Values removed from every error message this generator raises or generate_all stores.
-        self.secrets: tuple[str, ...] = ()
-        if api_key_env:
-            key = os.environ.get(api_key_env)
-            if not key:
-                from ragrig.errors import ConfigError
-
-                raise ConfigError(f"generate.api_key_env names {api_key_env!r}, which is not set")
-            self.headers["Authorization"] = f"Bearer {key}"
-            self.secrets = (key,)
+        # secrets: values removed from every error message this generator raises or
+        # generate_all stores
+        self.headers, self.secrets = api_headers(api_key_env, "generate.api_key_env")
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 1) -> OpenAIHttpGenerator:
@@ -59,13 +51,9 @@ class OpenAIHttpGenerator:
         )
 
     def _failure(self, what: str, body: str) -> RuntimeError:
-        """An error naming the URL and the start of the response, secrets redacted first."""
-        snippet = redact(body, self.secrets)[:BODY_CHARS]
-        return RuntimeError(redact(f"{self.url} {what}: {snippet}", self.secrets))
+        return http_failure(self.url, what, body, self.secrets)
 
     def generate(self, question: str, passages: list[str]) -> Generation:
-        import requests
-
         body = {
             "model": self.model_name,
             "messages": chat_messages(self.system_prompt, question, passages),
@@ -74,15 +62,82 @@ class OpenAIHttpGenerator:
             "seed": self.seed,
         }
         try:
-            resp = requests.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
-        except requests.Timeout as exc:
-            raise TimeoutError(f"no answer from {self.url} within {self.timeout_s:.0f} s") from exc
-        except requests.RequestException as exc:
-            # from None: the original exception may carry the request and its headers
-            raise self._failure("request failed", f"{type(exc).__name__}: {exc}") from None
-        if resp.status_code != 200:
-            raise self._failure(f"answered HTTP {resp.status_code}", resp.text)
+            response, text = post_chat(self.url, body, self.headers, self.timeout_s, self.secrets)
+        except (TransientHTTPError, MalformedResponse) as exc:
+            # the generator does not retry: every such failure is a plain RuntimeError row
+            raise RuntimeError(str(exc)) from None
         try:
-            return read_completion(resp.json())
+            return read_completion(response)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise self._failure("returned a malformed completion", resp.text) from None
+            raise self._failure("returned a malformed completion", text) from None
+
+
+def api_headers(api_key_env: str | None, where: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """JSON headers, with a bearer key read from the environment variable `api_key_env` (never
+    from params.yaml), and the secrets to redact; a ConfigError naming `where` if it is unset."""
+    headers = {"Content-Type": "application/json"}
+    if not api_key_env:
+        return headers, ()
+    key = os.environ.get(api_key_env)
+    if not key:
+        from ragrig.errors import ConfigError
+
+        raise ConfigError(f"{where} names {api_key_env!r}, which is not set")
+    headers["Authorization"] = f"Bearer {key}"
+    return headers, (key,)
+
+
+class TransientHTTPError(RuntimeError):
+    """HTTP 5xx or a failed connection: worth retrying (the LLM judge does, with backoff)."""
+
+
+class MalformedResponse(RuntimeError):
+    """HTTP 200 whose body is not a JSON object."""
+
+
+def http_failure(
+    url: str, what: str, body: str, secrets: tuple[str, ...], cls: type = RuntimeError
+) -> RuntimeError:
+    """An error naming the URL and the start of the response, secrets redacted first."""
+    snippet = redact(body, secrets)[:BODY_CHARS]
+    return cls(redact(f"{url} {what}: {snippet}", secrets))
+
+
+def post_chat(
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    timeout_s: float,
+    secrets: tuple[str, ...] = (),
+) -> tuple[dict[str, Any], str]:
+    """POST one chat-completions request; return (parsed JSON body, raw text).
+
+    Raises TimeoutError (no answer within `timeout_s`), TransientHTTPError (HTTP 5xx or a
+    failed connection), MalformedResponse (HTTP 200 that is not a JSON object) or RuntimeError
+    (any other status); every message names the URL, with secrets redacted."""
+    import requests
+
+    try:
+        resp = requests.post(url, json=body, headers=headers, timeout=timeout_s)
+    except requests.Timeout as exc:
+        raise TimeoutError(f"no answer from {url} within {timeout_s:g} s") from exc
+    except requests.RequestException as exc:
+        # from None: the original exception may carry the request and its headers
+        raise http_failure(
+            url, "request failed", f"{type(exc).__name__}: {exc}", secrets, TransientHTTPError
+        ) from None
+    if resp.status_code >= 500:
+        raise http_failure(
+            url, f"answered HTTP {resp.status_code}", resp.text, secrets, TransientHTTPError
+        )
+    if resp.status_code != 200:
+        raise http_failure(url, f"answered HTTP {resp.status_code}", resp.text, secrets)
+    try:
+        parsed = resp.json()
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise http_failure(
+            url, "returned a malformed completion", resp.text, secrets, MalformedResponse
+        )
+    return parsed, resp.text

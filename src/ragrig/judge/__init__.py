@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,6 +93,71 @@ class _Row:
     error: str = ""
     answer_kind: str = ""
     entity_overlap: float | None = None
+    claim_support: float | None = None
+    faithfulness_parts: str = "{}"
+    llm_status: str = "disabled"
+    llm_faithfulness: float | None = None
+    llm_relevance: float | None = None
+    llm_coverage: float | None = None
+    llm_clarity: float | None = None
+    llm_external_consistency: float | None = None
+    llm_unsupported: str = "[]"
+    llm_cached: bool = False
+    llm_error: str = ""
+    judge_prompt_tokens: int = 0
+    judge_completion_tokens: int = 0
+    judge_cpu_s: float = 0.0
+    judge_model: str = ""
+
+
+COLUMNS = list(_Row.__dataclass_fields__)
+FLOAT_COLUMNS = [c for c, f in _Row.__dataclass_fields__.items() if "float" in str(f.type)]
+DEFAULT_WEIGHTS = {"claims": 0.4, "llm": 0.4, "entity": 0.2}
+
+
+def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str]) -> dict[str, Any]:
+    """The claim checker's columns for one answer; its failures become status error/invalid."""
+    try:
+        verdict = judge.judge(question, answer, contexts)
+    except InvalidVerdict as exc:
+        return {"status": "invalid", "error": str(exc)}
+    except Exception as exc:  # counted as status=error, never dropped
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    supported = set(verdict.supported)
+    claims = [{"claim": c, "supported": c in supported} for c in verdict.extracted]
+    return {
+        "status": verdict.outcome,
+        "n_claims": len(verdict.extracted),
+        "n_supported": len(verdict.supported),
+        "claim_support": verdict.score,
+        "claims": json.dumps(claims),
+        "error": verdict.reason,
+        "answer_kind": verdict.kind,
+        "entity_overlap": verdict.entity_overlap,
+    }
+
+
+def _llm_fields(llm: Any, question: str, answer: str, contexts: list[str]) -> dict[str, Any]:
+    """The LLM judge's columns for one answer (ragrig.judge.llm: never raises)."""
+    out = llm.judge(question, answer, contexts)
+    fields: dict[str, Any] = {
+        "llm_status": out.status,
+        "llm_cached": out.cached,
+        "llm_error": out.error,
+        "judge_prompt_tokens": out.prompt_tokens,
+        "judge_completion_tokens": out.completion_tokens,
+    }
+    v = out.verdict
+    if v is not None:
+        fields.update(
+            llm_faithfulness=v.faithfulness,
+            llm_relevance=v.context_relevance,
+            llm_coverage=v.coverage,
+            llm_clarity=v.clarity,
+            llm_external_consistency=v.external_consistency,
+            llm_unsupported=json.dumps(v.unsupported_statements, ensure_ascii=False),
+        )
+    return fields
 
 
 def judge_all(
@@ -99,14 +165,23 @@ def judge_all(
     generations: pd.DataFrame,
     queries: dict[str, str],
     progress: bool = True,
+    llm: Any | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
-    Generation errors are 'skipped'; a judge failure is 'error' (any exception, a timeout
-    included, named in `error`) or 'invalid' (a verdict breaking the partition rule); all are
-    counted by the report."""
+    The claim checker gives `claim_support`; the LLM judge (`llm`, ragrig.judge.llm, optional)
+    its scores with `llm_status`; `faithfulness` is the composite of the available parts
+    (ragrig.judge.composite) with the weights used in `faithfulness_parts`, None unless the
+    status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
+    checker failure is 'error' (any exception, named in `error`) or 'invalid' (a verdict
+    breaking the partition rule); all are counted by the report."""
     from tqdm import tqdm
 
+    from ragrig.judge.composite import composite
+
+    weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+    model = getattr(llm, "model_name", "") if llm is not None else ""
     rows = []
     for g in tqdm(
         generations.itertuples(index=False),
@@ -115,55 +190,49 @@ def judge_all(
         disable=not progress,
     ):
         if g.status == "error":
-            rows.append(_Row(g.qid, "skipped", error="generation failed"))
-            continue
-        contexts = json.loads(g.contexts)
-        t0 = time.perf_counter()
-        try:
-            verdict = judge.judge(queries[g.qid], g.answer, contexts)
-        except InvalidVerdict as exc:
-            rows.append(
-                _Row(g.qid, "invalid", error=str(exc), latency_ms=(time.perf_counter() - t0) * 1e3)
-            )
-            continue
-        except Exception as exc:  # counted as status=error, never dropped
             rows.append(
                 _Row(
                     g.qid,
-                    "error",
-                    error=f"{type(exc).__name__}: {exc}",
-                    latency_ms=(time.perf_counter() - t0) * 1e3,
+                    "skipped",
+                    error="generation failed",
+                    llm_status="skipped" if llm is not None else "disabled",
+                    judge_model=model,
                 )
             )
             continue
-        claims = [{"claim": c, "supported": c in set(verdict.supported)} for c in verdict.extracted]
+        contexts = json.loads(g.contexts)
+        question = queries[g.qid]
+        t0, c0 = time.perf_counter(), time.process_time()
+        fields = _claim_fields(judge, question, g.answer, contexts)
+        if llm is None:
+            pass
+        elif not str(g.answer).strip():
+            fields["llm_status"] = "skipped"
+        else:
+            fields.update(_llm_fields(llm, question, g.answer, contexts))
+        if fields["status"] == "scored":
+            value, used = composite(
+                {
+                    "claims": fields.get("claim_support"),
+                    "llm": fields.get("llm_faithfulness"),
+                    "entity": fields.get("entity_overlap"),
+                },
+                weights,
+            )
+            fields.update(faithfulness=value, faithfulness_parts=json.dumps(used, sort_keys=True))
         rows.append(
             _Row(
                 g.qid,
-                verdict.outcome,
-                n_claims=len(verdict.extracted),
-                n_supported=len(verdict.supported),
-                faithfulness=verdict.score,
-                claims=json.dumps(claims),
                 latency_ms=(time.perf_counter() - t0) * 1e3,
-                error=verdict.reason,
-                answer_kind=verdict.kind,
-                entity_overlap=verdict.entity_overlap,
+                judge_cpu_s=time.process_time() - c0,
+                judge_model=model,
+                **fields,
             )
         )
-    cols = [
-        "qid",
-        "status",
-        "n_claims",
-        "n_supported",
-        "faithfulness",
-        "claims",
-        "latency_ms",
-        "error",
-        "answer_kind",
-        "entity_overlap",
-    ]
-    df = pd.DataFrame([{c: getattr(r, c) for c in cols} for r in rows], columns=cols)
-    df["faithfulness"] = df["faithfulness"].astype("float64")
-    df["entity_overlap"] = df["entity_overlap"].astype("float64")
+    df = pd.DataFrame([{c: getattr(r, c) for c in COLUMNS} for r in rows], columns=COLUMNS)
+    for col in FLOAT_COLUMNS:
+        df[col] = df[col].astype("float64")
+    for col in ("n_claims", "n_supported", "judge_prompt_tokens", "judge_completion_tokens"):
+        df[col] = df[col].astype("int64")
+    df["llm_cached"] = df["llm_cached"].astype(bool)
     return df

@@ -1,15 +1,104 @@
-"""Config schema of the judge stage (validated from its params.yaml section)."""
+"""Config schema of the judge stage (validated from its params.yaml section).
+
+Every claim checker (`method`) shares `JudgeBase`: the weights of the faithfulness composite and
+the optional LLM judge (`llm`, null by default)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragrig.config import Section
 
+DEFAULT_MAX_TOKENS = 384
 
-class JudgeOverlap(Section):
+
+class FaithfulnessWeights(Section):
+    """Weights of the faithfulness composite (non-negative, claims > 0, so the sum is > 0);
+    renormalised over the parts an answer has (ragrig.judge.composite)."""
+
+    claims: float = Field(0.4, ge=0, description="claim-by-claim support (the claim checker)")
+    llm: float = Field(0.4, ge=0, description="the LLM judge's faithfulness (when llm is set)")
+    entity: float = Field(0.2, ge=0, description="share of the answer's names/numbers in context")
+
+    @model_validator(mode="after")
+    def _positive_sum(self) -> FaithfulnessWeights:
+        # claim support is the one part every scored answer has: without it, an answer whose
+        # LLM call failed and that names no entity would have no faithfulness at all
+        if self.claims <= 0:
+            raise ValueError(
+                "judge.weights.claims must be > 0: claim support is the only part every "
+                "scored answer has (llm and entity may be missing and are then renormalised away)"
+            )
+        return self
+
+
+class _LLMJudgeBase(Section):
+    timeout_s: float = Field(60.0, gt=0, description="per call; a call past it is `timeout`")
+    retries: int = Field(
+        2, ge=0, le=10, description="extra attempts after HTTP 5xx or a failed connection"
+    )
+    backoff_s: float = Field(
+        1.0, ge=0, description="wait before retry i (from 0): backoff_s * 2**i seconds"
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="calls cached by content hash here; null: <project>/.cache/judge "
+        "(gitignored, outside DVC outputs, shared by experiments)",
+    )
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    seed: int = 0
+
+
+class LLMJudgeOpenAIHttp(_LLMJudgeBase):
+    """Any OpenAI-compatible chat-completions endpoint (a hosted API, vLLM, llama.cpp server)."""
+
+    backend: Literal["openai_http"] = "openai_http"
+    base_url: str = Field(description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1")
+    model: str
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+
+
+class LLMJudgeLlamaCpp(_LLMJudgeBase):
+    """A GGUF model in-process through xllamacpp, output constrained by the JSON schema."""
+
+    backend: Literal["llama_cpp"] = "llama_cpp"
+    model: str = Field(
+        "packaged:SmolLM2-135M-Instruct", description="'packaged:<name>' or a path to a GGUF file"
+    )
+    n_ctx: int = Field(4096, gt=0)
+    threads: int = Field(
+        1,
+        gt=0,
+        description="llama.cpp threads; 1 by default: its threads spin while they wait, and on "
+        "a busy 2-core machine one thread was ~6x faster than two (7 s vs 42 s per call)",
+    )
+
+
+LLMJudgeConfig = Annotated[LLMJudgeOpenAIHttp | LLMJudgeLlamaCpp, Field(discriminator="backend")]
+
+
+class JudgeBase(Section):
+    """What every claim checker shares: the composite's weights and the optional LLM judge."""
+
+    weights: FaithfulnessWeights = FaithfulnessWeights()
+    llm: LLMJudgeConfig | None = Field(
+        None,
+        description="the LLM judge (null: none; its weight is then renormalised away and the "
+        "report says so)",
+    )
+    decision_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="answer level: an answer whose score is >= this is judged faithful; chosen "
+        "by `ragrig calibrate` on MTRAG's calibration half (None: not calibrated)",
+    )
+
+
+class JudgeOverlap(JudgeBase):
     method: Literal["overlap"] = "overlap"
     support_threshold: float = Field(
         0.6,
@@ -30,13 +119,6 @@ class JudgeOverlap(Section):
     )
     window: int = Field(
         1, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
-    )
-    decision_threshold: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="answer level: an answer whose score is >= this is judged faithful; chosen "
-        "by `ragrig calibrate` on MTRAG's calibration half (None: not calibrated)",
     )
 
 

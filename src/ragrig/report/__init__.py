@@ -25,6 +25,7 @@ from ragrig.report.scorecard import (
     scorecard_tables,
     slice_scorecard,
 )
+from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
@@ -46,6 +47,8 @@ class ReportInputs:
     # embed-stage vectors, for the relevance axis's semantic similarity (None: that part is
     # left out, and the scorecard notes say so)
     vectors: Vectors | None = None
+    # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
+    judge_weights: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
             }
         )
     )
+    parts.extend(judge_measures(j))  # judge/claim_support, judge/llm_*
 
     sc = scorecard_tables(
         inp.queries, inp.qrels, inp.reranked, inp.generations, j, cfg.scorecard, inp.vectors
@@ -231,6 +235,7 @@ def _metrics_tree(
             **_means(agg, "judge/"),
             "n_scored": judge_status["scored"],
             "no_claims": judge_status["no_claims"],
+            **composite_summary(j, inp.judge_weights),  # weights used, LLM judge statuses
         },
         "latency_ms": {
             stage: quantiles(g["latency_ms"].tolist(), cfg.latency_quantiles)

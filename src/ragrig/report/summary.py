@@ -33,6 +33,24 @@ def slice_measure(metrics: dict[str, Any]) -> str | None:
     return headline_measure(whole) or headline_measure(every)
 
 
+def composite_line(j: dict[str, Any]) -> str:
+    """One line: the composite's configured weights, the parts answers used, renormalisation,
+    and the LLM judge's call statuses."""
+    w = j.get("weights")
+    weights = " / ".join(f"{k} {v:g}" for k, v in w.items()) if w else "not recorded"
+    used = ", ".join(f"{k} {n}" for k, n in j["weights_used"].items()) or "none"
+    status = {k: n for k, n in j["llm_status"].items() if n}
+    llm = (
+        "no LLM judge"
+        if set(status) <= {"disabled"}
+        else f"LLM judge {j.get('llm_model')}: {status}, {j.get('llm_cached', 0)} cached"
+    )
+    return (
+        f"faithfulness composite: weights {weights}; parts used {used}; "
+        f"{j['renormalised']} answers with weights renormalised over their available parts; {llm}"
+    )
+
+
 def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None) -> str:
     lines = []
     if params:
@@ -96,7 +114,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
         f"judgments {g['judgment_status']}"
     )
     lines.append(
-        f"faithfulness (overlap judge): {_fmt(faith) if faith is not None else 'n/a'} over {j['n_scored']} scored answers"
+        f"faithfulness (composite): {_fmt(faith) if faith is not None else 'n/a'} over {j['n_scored']} scored answers"
         f"; {j['no_claims']} answers with no checkable claim (counted apart)"
     )
     if "scorecard" in metrics:
@@ -106,6 +124,8 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
         if by_slice:
             lines.append("")
             lines.extend(by_slice)
+    if "weights_used" in j:
+        lines.append(composite_line(j))
     lines.append("")
     lines.append("latency ms      " + "  ".join(f"{q:>9}" for q in ("p50", "p95", "p99")))
     for stage_name, qs in sorted(metrics["latency_ms"].items(), key=lambda kv: stage_key(kv[0])):

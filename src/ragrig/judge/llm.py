@@ -1,0 +1,387 @@
+"""The LLM judge: one schema-constrained call per answer over its question and context.
+
+Backends are those of the generate stage: an OpenAI-compatible endpoint (`openai_http`) and a
+GGUF model in-process through xllamacpp (`llama_cpp`). The request carries a JSON schema
+(`response_format`), and the reply is validated again with pydantic (types, ranges, required
+fields): a reply that is not JSON or breaks the schema is `invalid`, a call past `timeout_s` is
+`timeout`, HTTP 5xx or a failed connection is retried with exponential backoff and then `error`.
+None of these is ever averaged as 0: the composite leaves the LLM part out (ragrig.judge.composite).
+
+Completed exchanges are cached on disk by content hash (model, messages, schema, sampling
+parameters), so a rerun pays nothing: a cached call costs 0 tokens and is flagged `cached`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from ragrig.generate import redact
+
+OK, ERROR, TIMEOUT, INVALID = "ok", "error", "timeout", "invalid"
+CACHE_VERSION = 1
+ERROR_CHARS = 500
+
+# The rubric's levels: the schema allows only these, because a grammar-constrained local model
+# does not honour `minimum`/`maximum` on numbers (SmolLM2 wrote 2 for a 0..1 score), while an
+# enum is enforced by llama.cpp's grammar and by hosted structured-output modes alike.
+LEVELS = (0, 0.25, 0.5, 0.75, 1)
+SCORES = {
+    "faithfulness": "share of the answer's content that the passages support",
+    "context_relevance": "how well the passages address the question",
+    "coverage": "how fully the answer addresses what the question asks",
+    "clarity": "how clear, direct and well-formed the answer is",
+    "external_consistency": "agreement of the answer with well-established general knowledge",
+}
+MAX_STATEMENTS = 5  # listed at most; enough to show why, bounded in tokens
+STATEMENT_CHARS = 200
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "unsupported_statements": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": STATEMENT_CHARS},
+            "maxItems": MAX_STATEMENTS,
+        },
+        **{name: {"type": "number", "enum": list(LEVELS)} for name in SCORES},
+    },
+    "required": ["unsupported_statements", *SCORES],
+    "additionalProperties": False,
+}
+
+SYSTEM_PROMPT = (
+    "You are a strict evaluator of answers written by a retrieval-augmented system. Judge the "
+    "answer against the numbered context passages only. Reply with one JSON object and nothing "
+    "else."
+)
+
+USER_TEMPLATE = """Question: {question}
+
+Context passages:
+{passages}
+
+Answer:
+{answer}
+
+First list the answer's statements that the passages do not support or that contradict them
+(unsupported_statements; an empty list if there are none). Then score each item with one of
+{levels} (0 worst, 1 best):
+{rubric}"""
+
+
+Score = Annotated[float, Field(ge=0, le=1, strict=True)]
+
+
+class LLMVerdict(BaseModel):
+    """A reply of the LLM judge, validated after parsing (the endpoint may ignore the schema)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    unsupported_statements: list[Annotated[StrictStr, Field(max_length=STATEMENT_CHARS)]] = Field(
+        max_length=MAX_STATEMENTS
+    )
+    faithfulness: Score
+    context_relevance: Score
+    coverage: Score
+    clarity: Score
+    external_consistency: Score
+
+
+@dataclass(frozen=True)
+class LLMJudgment:
+    """One call's outcome: `verdict` only when status is ok; tokens are those paid (0 cached)."""
+
+    status: str
+    verdict: LLMVerdict | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    error: str = ""
+    attempts: int = 0
+    latency_ms: float = 0.0
+    cpu_s: float = 0.0  # process CPU seconds of the call (in-process models: the inference)
+
+
+def judge_messages(question: str, answer: str, contexts: list[str]) -> list[dict[str, str]]:
+    """System instruction and one user message: question, numbered passages, answer, rubric."""
+    from ragrig.generate.prompt import format_passages
+
+    rubric = "\n".join(f"- {name}: {what}" for name, what in SCORES.items())
+    user = USER_TEMPLATE.format(
+        question=question,
+        passages=format_passages(contexts) if contexts else "(none)",
+        answer=answer,
+        levels=", ".join(str(level) for level in LEVELS),
+        rubric=rubric,
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def parse_verdict(content: str) -> LLMVerdict:
+    """The reply's JSON (a surrounding ``` fence tolerated) validated against LLMVerdict;
+    ValueError (json.JSONDecodeError or pydantic's ValidationError) when it is not one."""
+    text = content.strip()
+    if text.startswith("```") and text.endswith("```"):
+        text = text[3:-3].removeprefix("json").strip()
+    data = json.loads(text)
+    return LLMVerdict.model_validate(data)
+
+
+def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+    """sha256 of everything that determines the reply: model, prompt, schema, sampling params."""
+    material = {
+        "v": CACHE_VERSION,
+        "model": model,
+        "messages": messages,
+        "schema": SCHEMA,
+        "params": params,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+class TransientError(RuntimeError):
+    """A failure worth retrying (HTTP 5xx, a failed connection)."""
+
+
+class MalformedReply(RuntimeError):
+    """A reply whose envelope is not a chat completion: counted as invalid, not retried."""
+
+
+# A transport sends one chat-completions request body and returns the response object; it
+# raises TimeoutError, TransientError, MalformedReply or any other exception (-> error).
+Transport = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class LLMJudge:
+    def __init__(
+        self,
+        transport: Transport,
+        model_name: str,
+        cache_dir: Path,
+        max_tokens: int = 384,
+        temperature: float = 0.0,
+        seed: int = 0,
+        retries: int = 2,
+        backoff_s: float = 1.0,
+        secrets: tuple[str, ...] = (),
+        extra_body: dict[str, Any] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.transport = transport
+        self.model_name = model_name
+        self.cache_dir = Path(cache_dir)
+        self.params = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.secrets = secrets
+        self.extra_body = dict(extra_body or {})
+        self.sleep = sleep
+        self.calls = 0  # requests sent (retries included), for tests and the manifest
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _read_cache(self, key: str) -> dict[str, Any] | None:
+        path = self._cache_path(key)
+        if not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # an unreadable entry is a miss: the call is made again and rewritten
+        return entry if isinstance(entry, dict) and isinstance(entry.get("content"), str) else None
+
+    def _write_cache(self, key: str, entry: dict[str, Any]) -> None:
+        from ragrig.io import atomic_write_text
+
+        path = self._cache_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+
+    def _redacted(self, exc: BaseException) -> str:
+        return redact(f"{type(exc).__name__}: {exc}", self.secrets)[:ERROR_CHARS]
+
+    def judge(self, question: str, answer: str, contexts: list[str]) -> LLMJudgment:
+        t0 = (time.perf_counter(), time.process_time())
+        messages = judge_messages(question, answer, contexts)
+        key = cache_key(self.model_name, messages, self.params)
+        entry = self._read_cache(key)
+        if entry is not None:
+            return self._judgment(entry["content"], 0, 0, True, 0, t0, entry.get("finish"))
+        body = {
+            "model": self.model_name,
+            "messages": messages,
+            **self.params,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "judgment", "strict": True, "schema": SCHEMA},
+            },
+            **self.extra_body,
+        }
+        attempts = 0
+        while True:
+            attempts += 1
+            self.calls += 1
+            try:
+                response = self.transport(body)
+                break
+            except TimeoutError as exc:
+                return self._failed(TIMEOUT, exc, attempts, t0)
+            except MalformedReply as exc:
+                return self._failed(INVALID, exc, attempts, t0)
+            except TransientError as exc:
+                if attempts > self.retries:
+                    return self._failed(ERROR, exc, attempts, t0, f" (after {attempts} attempts)")
+                self.sleep(self.backoff_s * 2 ** (attempts - 1))
+            except Exception as exc:  # counted as error, never raised past the judge
+                return self._failed(ERROR, exc, attempts, t0)
+        try:
+            choice = response["choices"][0]
+            content = choice["message"].get("content") or ""
+            finish = choice.get("finish_reason")
+            usage = response.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            completion_tokens = int(usage.get("completion_tokens", 0))
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            return self._failed(
+                INVALID, MalformedReply(f"not a chat completion: {exc!r}"), attempts, t0
+            )
+        # paid for: kept whether the reply validates or not, so a rerun never pays for it again
+        self._write_cache(
+            key,
+            {
+                "model": self.model_name,
+                "content": content,
+                "finish": finish,
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+            },
+        )
+        return self._judgment(
+            content, prompt_tokens, completion_tokens, False, attempts, t0, finish
+        )
+
+    def _failed(
+        self, status: str, exc: BaseException, attempts: int, t0: tuple, note: str = ""
+    ) -> LLMJudgment:
+        return LLMJudgment(
+            status,
+            error=self._redacted(exc) + note,
+            attempts=attempts,
+            **_elapsed(t0),
+        )
+
+    def _judgment(
+        self,
+        content: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached: bool,
+        attempts: int,
+        t0: tuple,
+        finish: str | None,
+    ) -> LLMJudgment:
+        common = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "cached": cached,
+            "attempts": attempts,
+        }
+        try:
+            verdict = parse_verdict(content)
+        except (ValueError, ValidationError) as exc:
+            why = (
+                "reply is not JSON"
+                if isinstance(exc, json.JSONDecodeError)
+                else "reply breaks the schema"
+            )
+            cut = " (cut at max_tokens)" if finish == "length" else ""
+            error = redact(f"{why}{cut}: {exc}; reply {content[:200]!r}", self.secrets)
+            return LLMJudgment(
+                INVALID,
+                error=error[:ERROR_CHARS],
+                **_elapsed(t0),
+                **common,
+            )
+        return LLMJudgment(OK, verdict, **_elapsed(t0), **common)
+
+
+def _elapsed(t0: tuple[float, float]) -> dict[str, float]:
+    return {
+        "latency_ms": (time.perf_counter() - t0[0]) * 1e3,
+        "cpu_s": time.process_time() - t0[1],
+    }
+
+
+def _http_transport(cfg: Any) -> tuple[Transport, tuple[str, ...]]:
+    from ragrig.generate.openai_http import (
+        MalformedResponse,
+        TransientHTTPError,
+        api_headers,
+        post_chat,
+    )
+
+    url = cfg.base_url.rstrip("/") + "/chat/completions"
+    headers, secrets = api_headers(cfg.api_key_env, "judge.llm.api_key_env")
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response, _ = post_chat(url, body, headers, cfg.timeout_s, secrets)
+        except TransientHTTPError as exc:
+            raise TransientError(str(exc)) from None
+        except MalformedResponse as exc:
+            raise MalformedReply(str(exc)) from None
+        return response
+
+    return send, secrets
+
+
+def _llama_transport(cfg: Any) -> Transport:
+    """In-process: `timeout_s` cannot interrupt a running call; max_tokens bounds its length."""
+    from ragrig.generate.llama_cpp import LlamaCppGenerator
+
+    gen = LlamaCppGenerator(
+        cfg.model, "", cfg.n_ctx, cfg.max_tokens, cfg.temperature, cfg.seed, cfg.threads
+    )
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        return gen.chat(body["messages"], **extra)
+
+    return send
+
+
+def default_cache_dir(cwd: Path | None = None) -> Path:
+    """<project>/.cache/judge, the same folder from inside a DVC temporary experiment copy."""
+    from ragrig.paths import project_root
+
+    return project_root(cwd or Path.cwd()) / ".cache" / "judge"
+
+
+def make_llm_judge(cfg: Any) -> LLMJudge:
+    """The LLM judge a `judge.llm` config section describes."""
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+    common = {
+        "model_name": cfg.model,
+        "cache_dir": cache_dir,
+        "max_tokens": cfg.max_tokens,
+        "temperature": cfg.temperature,
+        "seed": cfg.seed,
+        "retries": cfg.retries,
+        "backoff_s": cfg.backoff_s,
+    }
+    if cfg.backend == "openai_http":
+        send, secrets = _http_transport(cfg)
+        return LLMJudge(send, secrets=secrets, **common)
+    if cfg.backend == "llama_cpp":
+        # a cached prompt prefix would make a reply depend on the call before it
+        return LLMJudge(_llama_transport(cfg), extra_body={"cache_prompt": False}, **common)
+    raise ValueError(f"unknown LLM judge backend {cfg.backend!r}")
