@@ -399,6 +399,8 @@ def _judgments(new_columns: bool):
         base.update(
             {
                 "faithfulness": [0.9, 0.2, None, 0.8],
+                "claim_support": [1.0, 0.0, None, 1.0],
+                "llm_faithfulness": [0.75, 0.5, None, None],
                 "faithfulness_parts": [
                     json.dumps({"claims": 0.4, "llm": 0.4, "entity": 0.2}),
                     json.dumps({"claims": 0.4, "llm": 0.4, "entity": 0.2}),
@@ -410,6 +412,11 @@ def _judgments(new_columns: bool):
                 "llm_coverage": [1.0, 0.5, 0.0, None],
                 "llm_clarity": [1.0, 0.5, 0.0, 0.6],
                 "llm_external_consistency": [1.0, 0.5, 0.0, None],
+                "llm_cached": [False] * 4,
+                "judge_prompt_tokens": [100] * 4,
+                "judge_completion_tokens": [20] * 4,
+                "judge_cpu_s": [0.1] * 4,
+                "judge_model": ["judge-model"] * 4,
             }
         )
     return pd.DataFrame(base)

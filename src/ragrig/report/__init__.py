@@ -19,13 +19,13 @@ from ragrig.metrics.aggregate import (
 )
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
 from ragrig.report.config import missing_prices, price_hint
+from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.report.scorecard import (
     Vectors,
     scorecard_section,
     scorecard_tables,
     slice_scorecard,
 )
-from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
