@@ -19,6 +19,7 @@ class LlamaCppGenerator:
         temperature: float = 0.0,
         seed: int = 0,
         threads: int = 2,
+        prompt: str = "answer",
     ):
         import xllamacpp as xlc
 
@@ -36,11 +37,19 @@ class LlamaCppGenerator:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.prompt = prompt
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 2) -> LlamaCppGenerator:
         return cls(
-            cfg.model, cfg.system_prompt, cfg.n_ctx, cfg.max_tokens, cfg.temperature, seed, threads
+            cfg.model,
+            cfg.system_prompt,
+            cfg.n_ctx,
+            cfg.max_tokens,
+            cfg.temperature,
+            seed,
+            threads,
+            cfg.prompt,
         )
 
     def chat(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
@@ -60,5 +69,15 @@ class LlamaCppGenerator:
             raise RuntimeError(f"llama.cpp returned an error: {resp!r}"[:500])
         return resp
 
-    def generate(self, question: str, passages: list[str]) -> Generation:
-        return read_completion(self.chat(chat_messages(self.system_prompt, question, passages)))
+    def generate(
+        self,
+        question: str,
+        passages: list[str],
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """The answer; `temperature` and `seed` replace the configured ones for one call (a
+        self-consistency sample)."""
+        extra = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
+        messages = chat_messages(self.system_prompt, question, passages, self.prompt)
+        return read_completion(self.chat(messages, **extra))

@@ -25,6 +25,7 @@ class OpenAIHttpGenerator:
         temperature: float = 0.0,
         seed: int = 0,
         timeout_s: float = 60.0,
+        prompt: str = "answer",
     ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model_name = model
@@ -33,6 +34,7 @@ class OpenAIHttpGenerator:
         self.temperature = temperature
         self.seed = seed
         self.timeout_s = timeout_s
+        self.prompt = prompt
         self.headers = {"Content-Type": "application/json"}
         # Values removed from every error message this generator raises or generate_all stores.
         self.secrets: tuple[str, ...] = ()
@@ -56,6 +58,7 @@ class OpenAIHttpGenerator:
             cfg.temperature,
             seed,
             cfg.timeout_s,
+            cfg.prompt,
         )
 
     def _failure(self, what: str, body: str) -> RuntimeError:
@@ -63,15 +66,23 @@ class OpenAIHttpGenerator:
         snippet = redact(body, self.secrets)[:BODY_CHARS]
         return RuntimeError(redact(f"{self.url} {what}: {snippet}", self.secrets))
 
-    def generate(self, question: str, passages: list[str]) -> Generation:
+    def generate(
+        self,
+        question: str,
+        passages: list[str],
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """The answer; `temperature` and `seed` replace the configured ones for one call (a
+        self-consistency sample)."""
         import requests
 
         body = {
             "model": self.model_name,
-            "messages": chat_messages(self.system_prompt, question, passages),
+            "messages": chat_messages(self.system_prompt, question, passages, self.prompt),
             "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "seed": self.seed,
+            "temperature": self.temperature if temperature is None else temperature,
+            "seed": self.seed if seed is None else seed,
         }
         try:
             resp = requests.post(self.url, json=body, headers=self.headers, timeout=self.timeout_s)
