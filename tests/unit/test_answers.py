@@ -11,7 +11,7 @@ import pytest
 from ragrig.config import validate_section
 from ragrig.errors import ConfigError, DataValidationError
 from ragrig.generate import Generation, generate_all
-from ragrig.generate.prompt import VERDICT_SYSTEM_PROMPT, chat_messages
+from ragrig.generate.prompt import VERDICT_GRAMMAR, VERDICT_SYSTEM_PROMPT, chat_messages
 from ragrig.metrics.answers import (
     parse_verdict,
     refusal_summary,
@@ -41,6 +41,17 @@ def test_claim_verdict_config_selects_its_instruction_and_template():
         validate_section("generate", {"method": "extractive", "prompt": "claim_verdict"})
     with pytest.raises(ConfigError):
         validate_section("generate", {"method": "llama_cpp", "prompt": "verdict"})
+
+
+def test_llama_cpp_constrains_only_verdict_answers_unless_told_not_to():
+    from ragrig.generate.llama_cpp import grammar_for
+
+    def grammar(**cfg):
+        return grammar_for(validate_section("generate", {"method": "llama_cpp", **cfg}))
+
+    assert grammar(prompt="claim_verdict") == VERDICT_GRAMMAR
+    assert grammar(prompt="answer") is None
+    assert grammar(prompt="claim_verdict", constrain_verdict=False) is None
 
 
 def test_committed_default_asks_scifact_for_a_verdict():
@@ -73,6 +84,7 @@ def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seed
     gen.server, gen.model_name = _FakeServer(), "fake"
     gen.system_prompt, gen.prompt = VERDICT_SYSTEM_PROMPT, "claim_verdict"
     gen.max_tokens, gen.temperature, gen.seed = 16, 0.0, 13
+    gen.grammar = VERDICT_GRAMMAR
     df = generate_all(
         gen,
         ["q"],
@@ -88,6 +100,7 @@ def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seed
     assert first["messages"][0] == {"role": "system", "content": VERDICT_SYSTEM_PROMPT}
     assert "Claim: Aspirin cures gout." in first["messages"][1]["content"]
     assert (first["temperature"], first["seed"]) == (0.0, 13)
+    assert all(r["grammar"] == VERDICT_GRAMMAR for r in gen.server.requests)  # samples too
     assert [(r["temperature"], r["seed"]) for r in gen.server.requests[1:]] == [
         (0.7, 14),
         (0.7, 15),

@@ -66,6 +66,11 @@ class GenerateLlamaCpp(_ChatBase):
     n_ctx: int = Field(2048, gt=0)
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
+    constrain_verdict: bool = Field(
+        True,
+        description="prompt claim_verdict: a grammar makes the answer begin with one of the "
+        "three verdicts (ragrig.generate.prompt.VERDICT_GRAMMAR); false: free text",
+    )
 
 
 class GenerateOpenAIHttp(_ChatBase):

@@ -39,6 +39,15 @@ VERDICT_USER_TEMPLATE = (
     "Begin with the verdict, then justify it citing the passages like [1]."
 )
 
+# GBNF grammar (llama.cpp) making a claim_verdict answer begin with one verdict and a full stop;
+# the justification after it is free. A small model (SmolLM2-135M) otherwise writes "The claim
+# is not supported by the passage", which names no verdict.
+VERDICT_GRAMMAR = (
+    'root ::= verdict ". " rest\n'
+    'verdict ::= "SUPPORTED" | "CONTRADICTED" | "NOT ENOUGH INFORMATION"\n'
+    "rest ::= [^\\x00]*\n"
+)
+
 # generate.prompt -> (system prompt, user template)
 PROMPTS: dict[str, tuple[str, str]] = {
     "answer": (SYSTEM_PROMPT, USER_TEMPLATE),
