@@ -77,7 +77,14 @@ def main(argv: list[str] | None = None) -> dict:
     base = load_calibrate_config(args.config)
     dataset = args.dataset_root.resolve() / Path(base.dataset).name
     with tempfile.TemporaryDirectory(prefix="ragrig-calibrate-") as tmp:
-        cfg = base.model_copy(update={"dataset": str(dataset), "out_dir": tmp})
+        refusal_tasks = (
+            str(args.dataset_root.resolve() / Path(base.refusal_tasks).name)
+            if base.refusal_tasks
+            else None
+        )
+        cfg = base.model_copy(
+            update={"dataset": str(dataset), "refusal_tasks": refusal_tasks, "out_dir": tmp}
+        )
         t0 = time.perf_counter()
         report = run(cfg, C.PROJECT_ROOT, write_threshold=False)
         wall = time.perf_counter() - t0
@@ -141,6 +148,8 @@ def main(argv: list[str] | None = None) -> dict:
         "split": report["split"],
         "wall_s": round(wall, 2),
         "scorers": scorers,
+        # each judge's refusal detection vs MTRAG answerability (ragrig.calibrate.refusals)
+        "refusal_detection": report["refusal_detection"],
         "plot": str(args.plot),
         "target": (
             f"default judge ({default}) on the held-out half: balanced accuracy >= "

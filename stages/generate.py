@@ -34,6 +34,9 @@ def main() -> None:
         dict(zip(queries["qid"], queries["text"], strict=True)),
         contexts,
         cfg.max_passage_chars,
+        consistency_samples=getattr(cfg, "consistency_samples", 0),
+        consistency_temperature=getattr(cfg, "consistency_temperature", 0.7),
+        seed=seed,
     )
     status = gens["status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:

@@ -34,7 +34,15 @@ LATENCY_FILES = {
     "reports/metrics.json",  # latency_ms quantiles, ann approx_ms / exact_ms
     "reports/run/summary.txt",  # the latency table and the ANN ms/query figures
     "reports/run/plots/latency.png",
+    # cost/ measures: measured CPU seconds and query-stage latency priced per core-hour
+    "reports/run/per_query.parquet",
+    "reports/run/slices.csv",
 }
+# Measured CPU seconds (process time), different on every run like latencies.
+MEASURED_COLUMNS = {"cpu_s", "judge_cpu_s"}
+# Priced from measured CPU time and latency (ragrig.report.cost).
+MEASURED_PREFIX = "cost/"
+MEASURED_KEYS = {"cost_usd_per_query"}
 
 # Runs the stages of dvc.yaml (all, or those named, in the order named) through their own
 # wrappers (`stages/<name>.py` with the arguments of their dvc.yaml command, paths under `root`),
@@ -72,7 +80,11 @@ MEASURED = ("_ms", "cpu_s")
 def _without_ms(value):
     """JSON data with every measured-time key (`*_ms`, `*cpu_s`) removed, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_ms(v) for k, v in value.items() if not k.endswith(MEASURED)}
+        return {
+            k: _without_ms(v)
+            for k, v in value.items()
+            if not k.endswith(MEASURED) and k not in MEASURED_KEYS
+        }
     if isinstance(value, list):
         return [_without_ms(v) for v in value]
     return value
@@ -88,6 +100,8 @@ def _summary_without_latency(text: str) -> str:
         if in_latency and line.startswith("  "):
             continue
         in_latency = False
+        if line.startswith(("cost per query", "  cost note")):
+            continue  # priced from measured CPU time and latency
         lines.append(re.sub(r"[\d.]+ ms/query", "<ms> ms/query", line))
     return "\n".join(lines)
 
@@ -95,11 +109,18 @@ def _summary_without_latency(text: str) -> str:
 def _assert_same_apart_from_latency(rel: str, a: Path, b: Path) -> None:
     if rel.endswith(".png"):
         return  # a plot of the latencies
-    if rel.endswith(".parquet"):
-        fa, fb = pd.read_parquet(a), pd.read_parquet(b)
-        assert [c for c in fa.columns if c.endswith("_ms")], f"{rel}: no latency column"
-        keep = [c for c in fa.columns if not c.endswith(MEASURED)]
-        pd.testing.assert_frame_equal(fa[keep], fb[keep], check_exact=True, obj=rel)
+    if rel.endswith((".parquet", ".csv")):
+        read = pd.read_parquet if rel.endswith(".parquet") else pd.read_csv
+        fa, fb = read(a), read(b)
+        if "measure" in fa.columns:  # long tables: the cost/ rows are the measured ones
+            assert fa["measure"].str.startswith(MEASURED_PREFIX).any(), f"{rel}: no cost rows"
+            fa = fa[~fa["measure"].str.startswith(MEASURED_PREFIX)].reset_index(drop=True)
+            fb = fb[~fb["measure"].str.startswith(MEASURED_PREFIX)].reset_index(drop=True)
+        measured = [c for c in fa.columns if c.endswith(MEASURED) or c in MEASURED_COLUMNS]
+        if rel.endswith(".parquet") and "measure" not in fa.columns:
+            assert measured, f"{rel}: no latency column"
+        fa, fb = fa.drop(columns=measured), fb.drop(columns=measured)
+        pd.testing.assert_frame_equal(fa, fb, check_exact=True, obj=rel)
     elif rel.endswith(".json"):
         assert _without_ms(json.loads(a.read_text())) == _without_ms(json.loads(b.read_text())), rel
     elif rel.endswith("summary.txt"):

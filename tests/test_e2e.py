@@ -179,7 +179,8 @@ def _without_timing(obj):
         return {
             k: _without_timing(v)
             for k, v in obj.items()
-            if k not in {"latency_ms", "approx_ms", "exact_ms", "cpu_s"}
+            # measured times, and the cost priced from measured CPU time and latency
+            if k not in {"latency_ms", "approx_ms", "exact_ms", "cpu_s", "cost_usd_per_query"}
         }
     return obj
 
@@ -192,7 +193,7 @@ def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
             "index": (ws / "data/index/dense.faiss").read_bytes(),
             "run": pd.read_parquet(ws / "data/rerank/run.parquet"),
             "gens": pd.read_parquet(ws / "data/generate/generations.parquet").drop(
-                columns="latency_ms"
+                columns=["latency_ms", "cpu_s"]
             ),
             "judge": pd.read_parquet(ws / "data/judge/judgments.parquet").drop(
                 columns=["latency_ms", "judge_cpu_s"]

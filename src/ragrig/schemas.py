@@ -67,6 +67,8 @@ SCHEMAS: dict[str, Schema] = {
             "completion_tokens": "int",
             "latency_ms": "float",
             "error": "str",
+            "cpu_s": "float",  # process CPU seconds of the answer's call
+            "samples": "str",  # JSON list of self-consistency samples; "[]" without
         },
         ("qid",),
     ),

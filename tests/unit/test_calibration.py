@@ -402,6 +402,7 @@ def _project(tmp_path: Path) -> Path:
     (tmp_path / "data").mkdir()
     with gzip.open(tmp_path / "data" / (TINY.name + ".gz"), "wt") as fh:
         fh.write(TINY.read_text())
+    shutil.copy(TINY.parent / "mtragun_reference_generation_tasks.jsonl", tmp_path / "data")
     return tmp_path
 
 

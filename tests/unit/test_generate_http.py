@@ -86,6 +86,33 @@ def test_answers_over_http_with_usage_and_key_header(server, monkeypatch):
     assert "[1] Mars has two moons" in request["body"]["messages"][1]["content"]
 
 
+def test_verdict_prompt_and_seeded_samples_reach_the_endpoint(server):
+    from ragrig.generate.prompt import VERDICT_SYSTEM_PROMPT
+
+    url, seen = server
+    cfg = _cfg(url + "/v1", prompt="claim_verdict", consistency_samples=1)
+    gen = make_generator(cfg, seed=13, threads=1)
+    before = len(seen)
+    df = generate_all(
+        gen,
+        ["q"],
+        {"q": "Mars has two moons."},
+        {"q": [("d#0", CONTEXT[0])]},
+        200,
+        progress=False,
+        consistency_samples=cfg.consistency_samples,
+        consistency_temperature=cfg.consistency_temperature,
+        seed=13,
+    )
+    main, sample = (r["body"] for r in seen[before:])
+    assert main["messages"][0]["content"] == VERDICT_SYSTEM_PROMPT
+    assert "Claim: Mars has two moons." in main["messages"][1]["content"]
+    assert (main["temperature"], main["seed"]) == (0.0, 13)
+    assert (sample["temperature"], sample["seed"]) == (0.7, 14)
+    assert sample["messages"] == main["messages"]
+    assert len(json.loads(df.loc[0, "samples"])) == 1 and df.loc[0, "status"] == "ok"
+
+
 def test_missing_api_key_is_a_config_error(monkeypatch):
     monkeypatch.delenv("RAGRIG_ABSENT_KEY", raising=False)
     with pytest.raises(ConfigError, match="RAGRIG_ABSENT_KEY"):

@@ -410,6 +410,8 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
         model="m",
         prompt_tokens=0,
         completion_tokens=0,
+        cpu_s=0.0,
+        samples="[]",
         latency_ms=0.0,
     )
     gens.to_parquet(tmp_path / "gen" / "generations.parquet")

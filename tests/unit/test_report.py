@@ -150,6 +150,7 @@ def test_build_report_end_to_end_values():
         {
             "k_values": [10],
             "prices": {"api-model": {"input_per_mtok": 1.0, "output_per_mtok": 10.0}},
+            "core_hour_usd": 0.0,  # tokens only here; compute: tests/unit/test_answers.py
         },
     )
     rep = build_report(_inputs(), cfg)

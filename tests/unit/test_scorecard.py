@@ -504,10 +504,11 @@ def test_reference_answers_column():
     queries = _queries(answer_ref=["aspirin reduced fever", "", None, "Coffee keeps you awake"])
     t = scorecard_tables(queries, QRELS, RUN, _gens(), _judgments(False), cfg, None)
     long = t.long.set_index(["qid", "measure"])["value"]
-    # q1: "supported aspirin reduced fever 1" vs "aspirin reduced fever": P 3/5, R 1
-    assert long[("q1", "correctness/token_f1")] == pytest.approx(2 * 0.6 / 1.6)
+    # q1: "supported aspirin reduced fever" (the citation [1] removed) vs "aspirin reduced
+    # fever": P 3/4, R 1
+    assert long[("q1", "correctness/token_f1")] == pytest.approx(2 * 0.75 / 1.75)
     assert long[("q1", "correctness/exact_match")] == 0.0
-    assert long[("q1", "axis/correctness")] == pytest.approx(0.75)
+    assert long[("q1", "axis/correctness")] == pytest.approx(2 * 0.75 / 1.75)
     # q2 has an empty reference: its claim label decides
     assert long[("q2", "correctness/verdict")] == 0.0
     assert t.counts["correctness"]["sources"]["reference"] == 2
@@ -544,7 +545,14 @@ def _inputs(new_columns: bool) -> ReportInputs:
 @pytest.mark.parametrize("new_columns", [False, True])
 def test_report_scorecard_section_and_slices(new_columns):
     cfg = validate_section(
-        "report", {"k_values": [10], "prices": {"m": {"input_per_mtok": 0, "output_per_mtok": 0}}}
+        "report",
+        {
+            "k_values": [10],
+            "prices": {
+                "m": {"input_per_mtok": 0, "output_per_mtok": 0},
+                "judge-model": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
+            },
+        },
     )
     rep = build_report(_inputs(new_columns), cfg)
     sc = rep.metrics["scorecard"]

@@ -113,6 +113,7 @@ def run(
     from ragrig.calibrate.core import CALIBRATION, HELD_OUT, evaluate, score_answers, split_tasks
     from ragrig.calibrate.mtrag import load_mtrag_human
     from ragrig.calibrate.plot import reliability_plot
+    from ragrig.calibrate.refusals import refusal_report
     from ragrig.io import atomic_write_text, write_json
 
     root = Path(root)
@@ -150,6 +151,7 @@ def run(
         "config": cfg.model_dump(),
         "scorers": results,
         "reliability_plot": _shown(out_dir / "reliability.png", root, cfg.out_dir),
+        "refusal_detection": refusal_report(cfg, root, scorers, rated.answers),
     }
     write_json(out_dir / "calibration.json", report)
     atomic_write_text(out_dir / "scores.csv", _scores_csv(rows_by_scorer, rated.answers))
@@ -227,4 +229,6 @@ def format_table(report: dict[str, Any]) -> str:
         f"({s['answers']['calibration']} / {s['answers']['held_out']} answers); "
         f"no_claims -> {report['config']['no_claims']}"
     )
-    return "\n".join([head, *lines])
+    from ragrig.calibrate.refusals import format_refusals
+
+    return "\n".join([head, *lines, *format_refusals(report.get("refusal_detection", {}))])

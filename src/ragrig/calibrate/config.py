@@ -40,6 +40,12 @@ class CalibrateConfig(Section):
         default_factory=lambda: ["naive_overlap"],
         description="calibration-only scorers (ragrig.calibrate.baselines)",
     )
+    refusal_tasks: str | None = Field(
+        "../shared/datasets/mtrag_human/mtragun_reference_generation_tasks.jsonl.gz",
+        description="MTRAG-UN generation tasks (.jsonl or .jsonl.gz) whose reference answers "
+        "test each judge's refusal detection against answerability; null: only the rated "
+        "answers are used (ragrig.calibrate.refusals)",
+    )
     no_claims: Literal["faithful", "unfaithful", "exclude"] = Field(
         "faithful",
         description="how a no_claims verdict scores: 1.0, 0.0, or left out of the metrics "

@@ -92,9 +92,12 @@ class JudgeScorer(Scorer):
 
     def __init__(self, name: str, judge: Any):
         self.name, self.judge = name, judge
+        # (task_id, model_id) -> the verdict's answer kind, for refusal detection
+        self.kinds: dict[tuple[str, str], str] = {}
 
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
+        self.kinds[(item.task_id, item.model_id)] = verdict.kind
         return verdict.score, verdict.reason
 
 

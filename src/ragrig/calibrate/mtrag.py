@@ -14,7 +14,8 @@ gold `contexts` as document ids, ...) and `evaluations` (one per task and respon
 
 Bad input raises DataValidationError naming the file and the record (an evaluation naming an
 unknown task, a rating that is not 1-4, a missing field, a duplicate task/responder pair, a
-context id with no document); nothing is dropped silently. Tasks with no evaluation are counted.
+context id with no document, an answerability that is not one known label); nothing is dropped
+silently. Tasks with no evaluation, and tasks with no answerability label, are counted.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragrig.calibrate.refusals import answerability_label
 from ragrig.errors import DataValidationError
 
 RATINGS = (1, 2, 3, 4)
@@ -146,13 +148,13 @@ def load_mtrag_human(path: str | Path, faithful_min_mean: float = 3.0) -> RatedS
                 )
             contexts.append(docs[doc_id])
         counts["tasks_without_contexts"] += not contexts
-        answerability = t.get("Answerability") or [""]
+        answerability = answerability_label(t.get("Answerability"), where)
         collection = str(t.get("Collection", ""))
         tasks[tid] = {
             "question": turns[-1][1],
             "history": tuple(turns[:-1]),
             "contexts": tuple(contexts),
-            "answerability": str(answerability[0]) if isinstance(answerability, list) else "",
+            "answerability": answerability,
             "domain": collection.split("-")[2] if collection.count("-") >= 2 else collection,
         }
 
@@ -202,6 +204,7 @@ def load_mtrag_human(path: str | Path, faithful_min_mean: float = 3.0) -> RatedS
         evaluations=len(answers),
         tasks_unrated=len(set(tasks) - rated_tasks),
         faithful=sum(a.faithful for a in answers),
+        tasks_without_answerability=sum(not t["answerability"] for t in tasks.values()),
     )
     if not answers:
         raise DataValidationError(f"{path}: no evaluations")

@@ -26,7 +26,8 @@ class Generator(Protocol):
     model_name: str
 
     def generate(self, question: str, passages: list[str]) -> Generation:
-        """Answer `question` from numbered `passages` ([1] is passages[0])."""
+        """Answer `question` from numbered `passages` ([1] is passages[0]). A backend that can
+        sample (the chat ones) also takes keyword `temperature` and `seed` for one call."""
         ...
 
 
@@ -110,6 +111,28 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+def _samples(
+    generator: Generator,
+    question: str,
+    passages: list[str],
+    n: int,
+    temperature: float,
+    seed: int,
+) -> tuple[list[str | None], list[str]]:
+    """n sampled answers (None for a failed one) and a message per failure."""
+    out: list[str | None] = []
+    failures = []
+    for i in range(1, n + 1):
+        try:
+            gen = generator.generate(question, passages, temperature=temperature, seed=seed + i)  # type: ignore[call-arg]
+        except Exception as exc:
+            out.append(None)
+            failures.append(f"sample {i}: {type(exc).__name__}: {exc}")
+        else:
+            out.append(gen.text.strip())
+    return out, failures
+
+
 def generate_all(
     generator: Generator,
     qids: list[str],
@@ -117,10 +140,17 @@ def generate_all(
     contexts: dict[str, list[tuple[str, str]]],
     max_passage_chars: int,
     progress: bool = True,
+    consistency_samples: int = 0,
+    consistency_temperature: float = 0.7,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """One row per query; a failure becomes status 'error' with its message, never a dropped row.
 
-    `contexts` maps qid -> [(chunk_id, text)] best first.
+    `contexts` maps qid -> [(chunk_id, text)] best first. `cpu_s` is the process CPU time of
+    the answer's call (all threads of this process: an in-process model's compute; next to
+    nothing for an HTTP backend). With `consistency_samples` n > 0, each answered query gets n
+    more answers at `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON
+    list `samples` (a failed sample is null there and named in `error`; the answer stays ok).
     """
     from tqdm import tqdm
 
@@ -141,8 +171,10 @@ def generate_all(
             "completion_tokens": 0,
             "latency_ms": 0.0,
             "error": "",
+            "cpu_s": 0.0,
+            "samples": "[]",
         }
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             gen = generator.generate(queries[qid], passages)
         except Exception as exc:  # counted as status=error in the report, never hidden
@@ -157,5 +189,18 @@ def generate_all(
             if not row["answer"]:
                 row["status"] = "empty"
         row["latency_ms"] = (time.perf_counter() - t0) * 1e3
+        row["cpu_s"] = time.process_time() - c0
+        if consistency_samples and row["status"] != "error":
+            samples, failures = _samples(
+                generator,
+                queries[qid],
+                passages,
+                consistency_samples,
+                consistency_temperature,
+                seed,
+            )
+            row["samples"] = json.dumps(samples, ensure_ascii=False)
+            if failures:
+                row["error"] = redact("; ".join(failures), secrets)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else None)

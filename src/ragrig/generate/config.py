@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragrig.config import Section
-from ragrig.generate.prompt import SYSTEM_PROMPT
+from ragrig.generate.prompt import PROMPTS
 
 
 class _GenerateBase(Section):
@@ -18,13 +18,47 @@ class _GenerateBase(Section):
     max_passage_chars: int = Field(1200, gt=0)
 
 
+class _ChatBase(_GenerateBase):
+    """What every chat backend shares: the prompt and the self-consistency samples."""
+
+    prompt: Literal["answer", "claim_verdict"] = Field(
+        "answer",
+        description="answer: answer a question (QA datasets); claim_verdict: the query is a "
+        "claim, the answer begins with SUPPORTED / CONTRADICTED / NOT ENOUGH INFORMATION "
+        "(SciFact)",
+    )
+    system_prompt: str = Field(
+        description="omitted or null: the built-in instruction of `prompt` "
+        "(ragrig.generate.prompt.PROMPTS)"
+    )
+    consistency_samples: int = Field(
+        0, ge=0, description="extra answers sampled per query for self-consistency (0: none)"
+    )
+    consistency_temperature: float = Field(
+        0.7, gt=0, description="temperature of those samples (sample i is seeded seed + i)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_system_prompt(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("system_prompt") is None:
+            prompt = data.get("prompt", "answer")
+            if prompt in PROMPTS:  # an unknown prompt is reported by the field's own check
+                data = {**data, "system_prompt": PROMPTS[prompt][0]}
+        return data
+
+
 class GenerateExtractive(_GenerateBase):
+    """Picks context sentences: it has no prompt and gives no verdict (a SciFact answer of it
+    is an extract or a refusal, never SUPPORTED / CONTRADICTED), and it is deterministic, so
+    it takes no self-consistency samples."""
+
     method: Literal["extractive"] = "extractive"
     max_sentences: int = Field(2, gt=0)
     min_overlap: float = Field(0.2, ge=0, le=1, description="below this, the baseline refuses")
 
 
-class GenerateLlamaCpp(_GenerateBase):
+class GenerateLlamaCpp(_ChatBase):
     method: Literal["llama_cpp"] = "llama_cpp"
     model: str = Field(
         "packaged:SmolLM2-135M-Instruct", description="'packaged:<name>' or a path to a GGUF file"
@@ -32,10 +66,14 @@ class GenerateLlamaCpp(_GenerateBase):
     n_ctx: int = Field(2048, gt=0)
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
-    system_prompt: str = SYSTEM_PROMPT
+    constrain_verdict: bool = Field(
+        True,
+        description="prompt claim_verdict: a grammar makes the answer begin with one of the "
+        "three verdicts (ragrig.generate.prompt.VERDICT_GRAMMAR); false: free text",
+    )
 
 
-class GenerateOpenAIHttp(_GenerateBase):
+class GenerateOpenAIHttp(_ChatBase):
     """Any OpenAI-compatible chat-completions endpoint; needs the network unless it is local."""
 
     method: Literal["openai_http"] = "openai_http"
@@ -45,7 +83,6 @@ class GenerateOpenAIHttp(_GenerateBase):
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
     timeout_s: float = Field(60.0, gt=0)
-    system_prompt: str = SYSTEM_PROMPT
 
 
 GenerateConfig = Annotated[

@@ -5,8 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.generate import Generation
-from ragrig.generate.prompt import chat_messages, read_completion
+from ragrig.generate.prompt import VERDICT_GRAMMAR, chat_messages, read_completion
 from ragrig.models import resolve_model
+
+
+def grammar_for(cfg: Any) -> str | None:
+    """The grammar a configuration's answers are decoded under: a claim_verdict answer begins
+    with one verdict (VERDICT_GRAMMAR) unless `constrain_verdict` is false; else none."""
+    if cfg.prompt == "claim_verdict" and cfg.constrain_verdict:
+        return VERDICT_GRAMMAR
+    return None
 
 
 class LlamaCppGenerator:
@@ -19,6 +27,8 @@ class LlamaCppGenerator:
         temperature: float = 0.0,
         seed: int = 0,
         threads: int = 2,
+        prompt: str = "answer",
+        grammar: str | None = None,
     ):
         import xllamacpp as xlc
 
@@ -36,11 +46,21 @@ class LlamaCppGenerator:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.prompt = prompt
+        self.grammar = grammar  # GBNF constraining every answer (grammar_for)
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 2) -> LlamaCppGenerator:
         return cls(
-            cfg.model, cfg.system_prompt, cfg.n_ctx, cfg.max_tokens, cfg.temperature, seed, threads
+            cfg.model,
+            cfg.system_prompt,
+            cfg.n_ctx,
+            cfg.max_tokens,
+            cfg.temperature,
+            seed,
+            threads,
+            cfg.prompt,
+            grammar_for(cfg),
         )
 
     def chat(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
@@ -60,5 +80,17 @@ class LlamaCppGenerator:
             raise RuntimeError(f"llama.cpp returned an error: {resp!r}"[:500])
         return resp
 
-    def generate(self, question: str, passages: list[str]) -> Generation:
-        return read_completion(self.chat(chat_messages(self.system_prompt, question, passages)))
+    def generate(
+        self,
+        question: str,
+        passages: list[str],
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """The answer; `temperature` and `seed` replace the configured ones for one call (a
+        self-consistency sample)."""
+        extra = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
+        if self.grammar:
+            extra["grammar"] = self.grammar
+        messages = chat_messages(self.system_prompt, question, passages, self.prompt)
+        return read_completion(self.chat(messages, **extra))

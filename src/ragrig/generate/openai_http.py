@@ -25,6 +25,7 @@ class OpenAIHttpGenerator:
         temperature: float = 0.0,
         seed: int = 0,
         timeout_s: float = 60.0,
+        prompt: str = "answer",
     ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model_name = model
@@ -33,6 +34,7 @@ class OpenAIHttpGenerator:
         self.temperature = temperature
         self.seed = seed
         self.timeout_s = timeout_s
+        self.prompt = prompt
         # secrets: values removed from every error message this generator raises or
         # generate_all stores
         self.headers, self.secrets = api_headers(api_key_env, "generate.api_key_env")
@@ -48,18 +50,27 @@ class OpenAIHttpGenerator:
             cfg.temperature,
             seed,
             cfg.timeout_s,
+            cfg.prompt,
         )
 
     def _failure(self, what: str, body: str) -> RuntimeError:
         return http_failure(self.url, what, body, self.secrets)
 
-    def generate(self, question: str, passages: list[str]) -> Generation:
+    def generate(
+        self,
+        question: str,
+        passages: list[str],
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """The answer; `temperature` and `seed` replace the configured ones for one call (a
+        self-consistency sample)."""
         body = {
             "model": self.model_name,
-            "messages": chat_messages(self.system_prompt, question, passages),
+            "messages": chat_messages(self.system_prompt, question, passages, self.prompt),
             "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "seed": self.seed,
+            "temperature": self.temperature if temperature is None else temperature,
+            "seed": self.seed if seed is None else seed,
         }
         try:
             response, text = post_chat(self.url, body, self.headers, self.timeout_s, self.secrets)

@@ -73,10 +73,12 @@ def expected_verdict(claim_label: str | None) -> str | None:
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
+_CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 
 
 def squad_normalise(text: str) -> str:
-    """SQuAD v1.1 answer normalisation."""
+    """SQuAD v1.1 answer normalisation, citation markers ([1], [2, 3]) removed first."""
+    text = _CITATION.sub(" ", text)
     text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 

@@ -18,6 +18,7 @@ from ragrig.metrics.aggregate import (
     slice_value_key,
 )
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
+from ragrig.report.answers import answer_measures
 from ragrig.report.config import missing_prices, price_hint
 from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.report.scorecard import (
@@ -141,6 +142,9 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     )
     parts.append(sc.long)
 
+    answer_parts, answer_metrics = answer_measures(inp, cfg)  # cost, citations, refusals
+    parts += answer_parts
+
     long = pd.concat([p for p in parts if len(p)], ignore_index=True)
     long = long.sort_values(["measure", "qid"], kind="mergesort").reset_index(drop=True)
     slices = slice_columns(
@@ -168,6 +172,7 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     for name, values in metrics["slices"].items():
         for value, entry in values.items():
             entry.update(slice_scorecard(agg, name, value, cfg.scorecard))
+    metrics.update(answer_metrics)
     return Report(per_query_table, agg, metrics, sc.per_query)
 
 
@@ -240,11 +245,6 @@ def _metrics_tree(
         "latency_ms": {
             stage: quantiles(g["latency_ms"].tolist(), cfg.latency_quantiles)
             for stage, g in latency.groupby("stage", sort=True)
-        },
-        "cost_usd_per_query": {
-            "mean": float(gens["cost_usd"].mean()) if len(gens) else None,
-            **quantiles(gens["cost_usd"].tolist(), [0.5, 0.99]),
-            "prices_as_of": cfg.prices_as_of,
         },
         "slices": {},
         "slice_bins": {name: list(cuts) for name, cuts in slices.bins.items()},

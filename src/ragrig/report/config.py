@@ -183,6 +183,12 @@ class ReportConfig(Section):
     latency_quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.95, 0.99])
     prices_as_of: str = "2026-11-01"
     prices: dict[str, Price] = Field(default_factory=dict)
+    core_hour_usd: float = Field(
+        0.045,
+        ge=0,
+        description="USD per CPU core-hour (as of prices_as_of): prices local compute, the "
+        "generation's CPU seconds, the query stages' and the judge's (ragrig.report.cost)",
+    )
     mlflow: MlflowConfig = MlflowConfig()
     scorecard: ScorecardConfig = ScorecardConfig()
 

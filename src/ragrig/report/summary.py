@@ -133,9 +133,9 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             f"  {stage_name:<13} "
             + "  ".join(f"{qs.get(q, float('nan')):>9.2f}" for q in ("p50", "p95", "p99"))
         )
-    cost = metrics["cost_usd_per_query"]
-    mean = f"${cost['mean']:.6f}" if isinstance(cost.get("mean"), float | int) else NA
-    lines.append(f"cost per query: {mean} mean (prices as of {cost['prices_as_of']})")
+    from ragrig.report.answer_summary import summary_lines
+
+    lines += summary_lines(metrics)  # cost (system, judge), citations, refusals, consistency
     key = slice_measure(metrics)
     for name, values in metrics.get("slices", {}).items():
         lines.append("")

@@ -1,0 +1,57 @@
+"""Console lines of the answer measures (ragrig.report.answers) in metrics.json: cost per query
+(system and judge apart), citations, refusals, self-consistency. No pandas: the summary of a
+metrics.json is printed without the report's dependencies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _usd(stats: dict[str, Any], key: str) -> str:
+    v = stats.get(key) if isinstance(stats, dict) else None
+    return f"${v:.6f}" if isinstance(v, int | float) else "n/a"
+
+
+def _rate(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, int | float) else "n/a"
+
+
+def summary_lines(metrics: dict[str, Any]) -> list[str]:
+    """Console lines of cost (system and judge $/query p50/p99), citations, refusals and
+    self-consistency; a metrics.json from before these entries gives its old cost line."""
+    cost = metrics.get("cost_usd_per_query", {})
+    if "system" not in cost:  # written before system and judge were apart
+        return [
+            f"cost per query: {_usd(cost, 'mean')} mean (prices as of {cost.get('prices_as_of')})"
+        ]
+    s, j = cost["system"], cost["judge"]
+    lines = [
+        f"cost per query (prices as of {cost['prices_as_of']}, ${cost['core_hour_usd']}/core-hour): "
+        f"system p50 {_usd(s, 'p50')} p99 {_usd(s, 'p99')}; "
+        f"judge p50 {_usd(j, 'p50')} p99 {_usd(j, 'p99')}"
+    ]
+    lines += [f"  cost note: {n}" for n in cost.get("notes", [])]
+    c = metrics.get("citations")
+    if c:
+        lines.append(
+            f"citations vs gold documents: precision {_rate(c['precision'])} "
+            f"({c['n_citations']} citations), recall {_rate(c['recall'])} "
+            f"({c['n_gold_in_context']} gold documents in contexts); answers without "
+            f"citations {c['no_citations']}, without gold in context {c['no_gold_in_context']}, "
+            f"without gold {c['no_gold']}"
+        )
+    r = metrics.get("refusal")
+    if r:
+        lines.append(
+            f"refusals: {r['refusals']} on labelled claims, {r['correct_refusals']} correct "
+            f"(precision {_rate(r['precision'])}); answerable refused {r['refused_answerable']}"
+            f"/{r['answerable']} (rate {_rate(r['rate'])}); unanswerable refused "
+            f"{r['correct_refusals']}/{r['unanswerable']}; unlabelled {r['unlabelled']}"
+        )
+    sc = metrics.get("self_consistency")
+    if sc and sc.get("n"):
+        lines.append(
+            f"self-consistency: {_rate(sc['mean'])} over {sc['n']} answers "
+            f"({sc['samples_per_answer']} samples each, {sc['failed_samples']} failed)"
+        )
+    return lines

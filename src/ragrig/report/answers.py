@@ -1,0 +1,101 @@
+"""The report's answer measures beside faithfulness: cost per query (system and judge apart),
+citation precision/recall, refusal correctness and self-consistency.
+
+`answer_measures` returns the per-query long rows (`cost/`, `citation/`, `refusal/`,
+`correctness/self_consistency`) and the metrics.json entries (`cost_usd_per_query`,
+`citations`, `refusal`, `self_consistency`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from ragrig.metrics.answers import is_refusal, refusal_summary, self_consistency
+from ragrig.metrics.citations import (
+    citation_long,
+    citation_summary,
+    gold_documents,
+    score_citations,
+)
+from ragrig.report.cost import cost_long, cost_summary, per_query_costs
+
+COLUMNS = ["qid", "measure", "value"]
+
+
+def refusal_measures(
+    queries: pd.DataFrame, generations: pd.DataFrame, judgments: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per query `refusal/refused` (1/0) and `refusal/correct` (1 when the answer refused
+    exactly when the claim is unanswerable; labelled claims only), and the summary
+    (ragrig.metrics.answers.refusal_summary). Answers are those the judge read (status
+    scored or no_claims); the others are counted under `not_judged`."""
+    label = dict(
+        zip(queries["qid"], queries.get("claim_label", pd.Series(dtype=str)), strict=False)
+    )
+    answer = dict(zip(generations["qid"], generations["answer"], strict=True))
+    kinds = (
+        judgments["answer_kind"] if "answer_kind" in judgments.columns else [""] * len(judgments)
+    )
+    rows, pairs, not_judged = [], [], 0
+    for qid, status, kind in zip(judgments["qid"], judgments["status"], kinds, strict=True):
+        if status not in ("scored", "no_claims"):
+            not_judged += 1
+            continue
+        lab = str(label.get(qid, "unknown"))
+        refused = is_refusal(kind, answer.get(qid, ""))
+        pairs.append((lab, refused))
+        rows.append((qid, "refusal/refused", float(refused)))
+        if lab in ("SUPPORT", "CONTRADICT", "NOT_ENOUGH_INFO"):
+            rows.append((qid, "refusal/correct", float(refused == (lab == "NOT_ENOUGH_INFO"))))
+    summary = refusal_summary(pairs)
+    summary["not_judged"] = not_judged
+    return pd.DataFrame(rows, columns=COLUMNS), summary
+
+
+def consistency_measures(generations: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per query `correctness/self_consistency` for answered queries with samples."""
+    if "samples" not in generations.columns:
+        return pd.DataFrame(columns=COLUMNS), {"n": 0, "mean": None, "samples_per_answer": 0}
+    rows, n_samples = [], []
+    for qid, status, ans, samples in zip(
+        generations["qid"],
+        generations["status"],
+        generations["answer"],
+        generations["samples"],
+        strict=True,
+    ):
+        drawn = json.loads(samples)
+        if status != "ok" or not drawn:
+            continue
+        value = self_consistency(ans, drawn)
+        n_samples.append(sum(s is not None for s in drawn))
+        if value is not None:
+            rows.append((qid, "correctness/self_consistency", value))
+    values = [v for _, _, v in rows]
+    return pd.DataFrame(rows, columns=COLUMNS), {
+        "n": len(values),
+        "mean": sum(values) / len(values) if values else None,
+        "samples_per_answer": max(n_samples) if n_samples else 0,
+        "failed_samples": sum(s is None for x in generations["samples"] for s in json.loads(x)),
+    }
+
+
+def answer_measures(inp: Any, cfg: Any) -> tuple[list[pd.DataFrame], dict[str, Any]]:
+    """Long rows and metrics.json entries of cost, citations, refusals, self-consistency."""
+    costs, notes = per_query_costs(inp.generations, inp.judgments, inp.latency, cfg)
+    scores, counts = score_citations(
+        inp.generations, inp.reranked, gold_documents(inp.queries, inp.qrels)
+    )
+    refusal_long, refusal = refusal_measures(inp.queries, inp.generations, inp.judgments)
+    sc_long, sc = consistency_measures(inp.generations)
+    parts = [cost_long(costs), citation_long(scores), refusal_long, sc_long]
+    metrics = {
+        "cost_usd_per_query": cost_summary(costs, notes, cfg),
+        "citations": citation_summary(scores, counts),
+        "refusal": refusal,
+        "self_consistency": sc,
+    }
+    return [p for p in parts if len(p)], metrics
