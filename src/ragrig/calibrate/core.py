@@ -88,14 +88,15 @@ class Scorer:
 
 
 class JudgeScorer(Scorer):
-    """A ragrig.judge backend: the verdict's score (supported / extracted claims)."""
+    """A ragrig.judge backend: the verdict's soft score (the mean claim score for a judge that
+    gives claim scores, the verifier; else supported / extracted claims)."""
 
     def __init__(self, name: str, judge: Any):
         self.name, self.judge = name, judge
 
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
-        return verdict.score, verdict.reason
+        return verdict.soft_score, verdict.reason
 
 
 class BaselineScorer(Scorer):
