@@ -30,6 +30,8 @@ def locate(path: str | Path) -> Path:
                 f"verifier {path} holds no model: {info.get('reason', 'not trained')}"
             )
         path = path / MODEL_DIR
+    elif not (path / "config.json").exists() and (path / MODEL_DIR / "config.json").exists():
+        path = path / MODEL_DIR
     if not (path / "config.json").exists():
         raise ConfigError(
             f"verifier model {path} has no config.json: not a trained cross-encoder folder"
