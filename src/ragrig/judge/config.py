@@ -51,7 +51,7 @@ class JudgeVerifier(Section):
         0.5, gt=0, le=1, description="a claim is supported when max P(support) >= this"
     )
     windows_per_claim: int = Field(
-        3, ge=1, le=20, description="evidence windows read per claim (lexical pre-selection)"
+        2, ge=1, le=20, description="evidence windows read per claim (lexical pre-selection)"
     )
     window: int = Field(
         2, ge=1, le=5, description="evidence windows: runs of up to this many adjacent sentences"

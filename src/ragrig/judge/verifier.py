@@ -74,7 +74,7 @@ class VerifierJudge:
         self,
         model: str | Path | None = None,
         support_threshold: float = 0.5,
-        windows_per_claim: int = 3,
+        windows_per_claim: int = 2,
         window: int = 2,
         entity_check: bool = True,
         min_content_words: int = 2,
