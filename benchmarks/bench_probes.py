@@ -61,12 +61,34 @@ def judges(params: Path, verifier: Path | None = None) -> dict:
         out["overlap_entities"] = make_judge(cfg.model_copy(update={"negation_check": False}))
     out[f"{cfg.method}_configured"] = make_judge(cfg)
     if verifier is not None:
+        from ragrig.judge.verifier import VerifierJudge
+        from ragrig.verifier.model import Verifier
+
         path = C.PROJECT_ROOT / "conf" / "judge" / "verifier.yaml"
         vcfg = validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
-        vcfg = vcfg.model_copy(update={"model": str(verifier)})
-        out["verifier_model_only"] = make_judge(vcfg.model_copy(update={"entity_check": False}))
-        out["verifier"] = make_judge(vcfg)
+        shared = _Memo(Verifier(verifier, vcfg.max_length, vcfg.batch_size, vcfg.threads))
+        settings = dict(
+            support_threshold=vcfg.support_threshold,
+            windows_per_claim=vcfg.windows_per_claim,
+            window=vcfg.window,
+            min_content_words=vcfg.min_content_words,
+            verifier=shared,  # both read the same pairs: scored once
+        )
+        out["verifier_model_only"] = VerifierJudge(entity_check=False, **settings)
+        out["verifier"] = VerifierJudge(entity_check=vcfg.entity_check, **settings)
     return out
+
+
+class _Memo:
+    """A verifier that scores each distinct (claim, evidence) pair once."""
+
+    def __init__(self, verifier):
+        self.verifier, self.memo = verifier, {}
+
+    def support(self, pairs):
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.memo]
+        self.memo.update(zip(todo, self.verifier.support(todo), strict=True))
+        return [self.memo[p] for p in pairs]
 
 
 def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
