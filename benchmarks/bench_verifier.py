@@ -9,8 +9,9 @@ answer-level aggregations fare against MTRAG's human faithfulness ratings.
 * judge: answers/s of `judge=verifier` (conf/judge/verifier.yaml) over every rated MTRAG answer
   (question: the conversation), all claims of an answer in one batch;
 * aggregations: the answer-level score as the mean claim P(support) (`mean_p`, what calibration
-  uses), the supported share (`share`), the weakest claim (`min_p`), and the mean P(support)
-  blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2). Each gets its threshold
+  uses), the supported share (`share`), the weakest claim (`min_p`), the mean P(support)
+  blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2), and with the naive
+  content-word overlap of the whole answer (`mean_p_lexical`, 0.5/0.5). Each gets its threshold
   fitted on MTRAG's calibration half only (`ragrig.calibrate`'s split and fit) and is measured on
   the held-out half; the aggregation to prefer is the one best on the *calibration* half.
 
@@ -32,10 +33,13 @@ import _common as C
 DEFAULT_MTRAG_ROOT = (C.PROJECT_ROOT / ".." / "shared" / "datasets" / "mtrag_human").resolve()
 MTRAG_FILE = "reference_subset_with_human_evaluations.json"
 TARGETS = {"balanced_accuracy_held_out": 0.85, "roc_auc_held_out": 0.90, "answers_per_s": 10.0}
-AGGREGATIONS = ("mean_p", "share", "min_p", "mean_p_entity")
+AGGREGATIONS = ("mean_p", "share", "min_p", "mean_p_entity", "mean_p_lexical")
 
 
-def aggregate(verdict, how: str) -> float | None:
+def aggregate(verdict, how: str, lexical: float | None = None) -> float | None:
+    """The answer-level score of a verdict; `lexical` is the naive content-word overlap of the
+    whole answer with all passages (ragrig.calibrate.baselines), blended half and half by
+    `mean_p_lexical` (fixed weights: nothing is fitted but the threshold)."""
     if verdict.score is None:
         return None
     scores = verdict.claim_scores or ()
@@ -46,6 +50,8 @@ def aggregate(verdict, how: str) -> float | None:
     mean = sum(scores) / len(scores)
     if how == "mean_p_entity" and verdict.entity_overlap is not None:
         return 0.8 * mean + 0.2 * verdict.entity_overlap
+    if how == "mean_p_lexical" and lexical is not None:
+        return 0.5 * mean + 0.5 * lexical
     return mean
 
 
@@ -173,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         "aggregations": {},
     }
+    from ragrig.calibrate.baselines import NaiveOverlap
+
+    naive = NaiveOverlap()
+    lexical = [naive.score(a.answer, list(a.contexts)) for a in answers]
     for how in AGGREGATIONS:
         scored = [
             Scored(
@@ -181,9 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                 split.half(a.task_id),
                 a.faithful,
                 "no_claims" if v.score is None else "scored",
-                aggregate(v, how),
+                aggregate(v, how, lex),
             )
-            for a, v in zip(answers, verdicts, strict=True)
+            for a, v, lex in zip(answers, verdicts, lexical, strict=True)
         ]
         try:
             r = evaluate(scored, "faithful", 10)

@@ -146,7 +146,13 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert t["pairs"] == 12 and sum(t["labels"].values()) == 12 and t["train_seconds"] > 0
     assert r["scoring"]["pairs"] == 12 and r["scoring"]["pairs_per_s"] > 0
     assert r["judge"]["answers"] == 16 and r["judge"]["answers_per_s"] > 0
-    assert set(r["aggregations"]) == {"mean_p", "share", "min_p", "mean_p_entity"}
+    assert set(r["aggregations"]) == {
+        "mean_p",
+        "share",
+        "min_p",
+        "mean_p_entity",
+        "mean_p_lexical",
+    }
     assert r["preferred_aggregation"] in r["aggregations"]
     assert r["target_met"] is None  # the targets are MTRAG's
 
