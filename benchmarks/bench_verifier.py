@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         score_s = time.perf_counter() - t0
         judge = VerifierJudge.from_config(jcfg)
 
-        rated = load_mtrag_human(args.mtrag_root / MTRAG_FILE, 3.0)
+        mtrag = args.mtrag_root / f"{MTRAG_FILE}.gz"
+        rated = load_mtrag_human(mtrag if mtrag.exists() else args.mtrag_root / MTRAG_FILE, 3.0)
         answers = rated.answers[: args.max_answers] if args.max_answers else rated.answers
         split = split_tasks((a.task_id for a in rated.answers), 13, "task")
         verdicts = []
