@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="where the reliability plot goes",
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
+    p.add_argument("--judges", default=None, help="comma-separated judges instead of the config's")
     args = p.parse_args(argv)
 
     C.setup_env()
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
     from ragrig.calibrate.mtrag import load_mtrag_human
 
     base = load_calibrate_config(args.config)
+    if args.judges is not None:
+        base = base.model_copy(update={"judges": [j for j in args.judges.split(",") if j]})
     dataset = args.dataset_root.resolve() / Path(base.dataset).name
     with tempfile.TemporaryDirectory(prefix="ragrig-calibrate-") as tmp:
         refusal_tasks = (

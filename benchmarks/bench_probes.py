@@ -43,10 +43,14 @@ TARGETS = {
 QUICK_MAX_CLAIMS = 40
 
 
-def judges(params: Path) -> dict:
-    """The configured judge last; before it, for an overlap judge, the same without its
-    negation check, and without both checks (the lexical overlap alone)."""
-    from ragrig.config import load_section
+def judges(params: Path, verifier: Path | None = None) -> dict:
+    """The configured judge; before it, for an overlap judge, the same without its negation
+    check, and without both checks (the lexical overlap alone); with `verifier` (a trained
+    model folder), last, judge=verifier as conf/judge/verifier.yaml sets it (and the same
+    without its entity check), so that the targets are checked on it."""
+    import yaml
+
+    from ragrig.config import load_section, validate_section
     from ragrig.judge import make_judge
 
     cfg = load_section("judge", params)
@@ -56,7 +60,35 @@ def judges(params: Path) -> dict:
         out["overlap_lexical"] = make_judge(cfg.model_copy(update=off))
         out["overlap_entities"] = make_judge(cfg.model_copy(update={"negation_check": False}))
     out[f"{cfg.method}_configured"] = make_judge(cfg)
+    if verifier is not None:
+        from ragrig.judge.verifier import VerifierJudge
+        from ragrig.verifier.model import Verifier
+
+        path = C.PROJECT_ROOT / "conf" / "judge" / "verifier.yaml"
+        vcfg = validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
+        shared = _Memo(Verifier(verifier, vcfg.max_length, vcfg.batch_size, vcfg.threads))
+        settings = dict(
+            support_threshold=vcfg.support_threshold,
+            windows_per_claim=vcfg.windows_per_claim,
+            window=vcfg.window,
+            min_content_words=vcfg.min_content_words,
+            verifier=shared,  # both read the same pairs: scored once
+        )
+        out["verifier_model_only"] = VerifierJudge(entity_check=False, **settings)
+        out["verifier"] = VerifierJudge(entity_check=vcfg.entity_check, **settings)
     return out
+
+
+class _Memo:
+    """A verifier that scores each distinct (claim, evidence) pair once."""
+
+    def __init__(self, verifier):
+        self.verifier, self.memo = verifier, {}
+
+    def support(self, pairs):
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.memo]
+        self.memo.update(zip(todo, self.verifier.support(todo), strict=True))
+        return [self.memo[p] for p in pairs]
 
 
 def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
@@ -167,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     C.add_common_args(p)
     p.add_argument("--mtrag-root", type=B.root_or_none, default=B.DEFAULT_MTRAG_ROOT)
     p.add_argument("--probes", type=Path, default=None, help="a built probe file instead")
+    p.add_argument(
+        "--verifier",
+        type=Path,
+        default=None,
+        help="a trained verifier (e.g. data/train_verifier): also run judge=verifier, last",
+    )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--max-claims", type=int, default=None, help="per source (seeded sample)")
     p.add_argument("--segmenter-docs", type=int, default=300, help="abstracts timed")
@@ -213,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     for ctx in {c for p in probes for c in p["contexts"]}:
         split_sentences(ctx)
     result["config"]["segment_contexts_s"] = round(time.perf_counter() - t0, 2)
-    for name, judge in judges(args.params).items():
+    built = judges(args.params, args.verifier)
+    for name, judge in built.items():
         outcome, seconds = run_judge(judge, probes)
         rows = summarise(probes, outcome)
         sources = sorted({p.get("source", "") for p in probes})
@@ -257,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['segmenter']['sentences_per_s']} sentences/s"
     )
     if args.mtrag_root is not None:
-        judge = list(judges(args.params).values())[-1]
+        judge = list(built.values())[-1]
         result["judge_speed_mtrag"] = judge_speed(judge, args.mtrag_root)
         print(
             f"judge: {result['judge_speed_mtrag']['answers']} MTRAG answers, "

@@ -27,7 +27,7 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
@@ -35,6 +35,7 @@ QUICK_ARGS = {
     "pipeline": ["--quick", "--noop-repeats", "1"],
     "calibrate": ["--quick"],
     "probes": ["--quick"],
+    "verifier": [],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -71,8 +72,17 @@ SMOKE_ARGS = {
         "--override",
         "report.mlflow.enabled=false",
     ],  # fmt: skip
-    "calibrate": ["--quick", "--plot", "{tmp}/calibration.png"],
+    # the verifier needs a trained model: its smoke run is benchmark `verifier`
+    "calibrate": ["--quick", "--plot", "{tmp}/calibration.png", "--judges", "overlap"],
     "probes": ["--mtrag-root", str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag_probes")],
+    # trains a few pairs of the tiny fixture's training claims, judges the tiny MTRAG fixture
+    "verifier": [
+        "--train",
+        "--max-pairs",
+        "12",
+        "--mtrag-root",
+        str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
+    ],
 }
 
 

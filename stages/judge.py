@@ -12,8 +12,10 @@ def main() -> None:
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.judge import judge_all, make_judge
 
-    parse_dir, generate_dir = args.inputs
+    parse_dir, generate_dir, verifier_dir = args.inputs
     cfg = load_section("judge", args.params)
+    if cfg.method == "verifier" and cfg.model is None:  # the train_verifier stage's output
+        cfg = cfg.model_copy(update={"model": str(verifier_dir)})
     queries = read_table(parse_dir / "queries.parquet", "queries")
     gens = read_table(generate_dir / "generations.parquet", "generations")
     llm = None

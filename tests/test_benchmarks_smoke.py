@@ -139,6 +139,24 @@ def test_probes_benchmark(smoke):
     assert r["target_met"] is False  # the split-evidence case needs more than one sentence
 
 
+def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
+    r = _ok(smoke, "verifier")
+    assert r["config"]["model"] == "trained now"
+    t = r["training"]
+    assert t["pairs"] == 12 and sum(t["labels"].values()) == 12 and t["train_seconds"] > 0
+    assert r["scoring"]["pairs"] == 12 and r["scoring"]["pairs_per_s"] > 0
+    assert r["judge"]["answers"] == 16 and r["judge"]["answers_per_s"] > 0
+    assert set(r["aggregations"]) == {
+        "mean_p",
+        "share",
+        "min_p",
+        "mean_p_entity",
+        "mean_p_lexical",
+    }
+    assert r["preferred_aggregation"] in r["aggregations"]
+    assert r["target_met"] is None  # the targets are MTRAG's
+
+
 def test_run_all_records_a_benchmark(tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.run(

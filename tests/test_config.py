@@ -41,6 +41,7 @@ def test_every_group_has_options():
         "retrieve",
         "rerank",
         "generate",
+        "train_verifier",
         "judge",
         "report",
     }

@@ -13,7 +13,18 @@ from .conftest import copy_project, sh
 pytestmark = pytest.mark.e2e
 
 BASE = ["dataset=tiny", "generate=extractive", "report.mlflow.enabled=false"]
-STAGES = ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
+STAGES = [
+    "parse",
+    "chunk",
+    "embed",
+    "index",
+    "retrieve",
+    "rerank",
+    "generate",
+    "train_verifier",
+    "judge",
+    "report",
+]
 
 
 def _ran(ws: Path, since: int) -> list[str]:

@@ -37,6 +37,7 @@ SECTIONS: dict[str, str] = {
     "retrieve": "ragrig.retrieve.config:RetrieveConfig",
     "rerank": "ragrig.rerank.config:RerankConfig",
     "generate": "ragrig.generate.config:GenerateConfig",
+    "train_verifier": "ragrig.verifier.config:TrainVerifierConfig",
     "judge": "ragrig.judge.config:JudgeConfig",
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.config:RuntimeConfig",

@@ -104,6 +104,17 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
         )
     if gen.n_passages > ret.depth:
         problems.append(f"generate.n_passages {gen.n_passages} exceeds retrieve.depth {ret.depth}")
+    judge, train = validated["judge"], validated.get("train_verifier")
+    if (
+        judge.method == "verifier"
+        and judge.model is None
+        and train is not None
+        and not train.enabled
+    ):
+        problems.append(
+            "judge=verifier reads the model the train_verifier stage trains, which is off: "
+            "add train_verifier.enabled=true (or set judge.model to a trained model folder)"
+        )
     return problems
 
 

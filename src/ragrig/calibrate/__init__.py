@@ -38,12 +38,25 @@ def load_judge_config(root: Path, name: str) -> Any:
     return validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
+def _rooted(judge_cfg: Any, root: Path) -> Any:
+    """A verifier judge's model folder (default: the train_verifier stage's output) resolved
+    against the project root."""
+    if judge_cfg.method != "verifier":
+        return judge_cfg
+    model = Path(judge_cfg.model or "data/train_verifier")
+    return judge_cfg.model_copy(
+        update={"model": str(model if model.is_absolute() else root / model)}
+    )
+
+
 def build_scorers(cfg: CalibrateConfig, root: Path) -> list:
     from ragrig.calibrate.baselines import BASELINES
     from ragrig.calibrate.core import BaselineScorer, JudgeScorer
     from ragrig.judge import make_judge
 
-    scorers = [JudgeScorer(n, make_judge(load_judge_config(root, n))) for n in cfg.judges]
+    scorers = [
+        JudgeScorer(n, make_judge(_rooted(load_judge_config(root, n), root))) for n in cfg.judges
+    ]
     scorers += [BaselineScorer(n, BASELINES[n]()) for n in cfg.baselines]
     names = [s.name for s in scorers]
     if len(set(names)) != len(names):

@@ -33,8 +33,9 @@ class CalibrateConfig(Section):
     )
     split: SplitConfig = SplitConfig()
     judges: list[str] = Field(
-        default_factory=lambda: ["overlap"],
-        description="options of conf/judge/, each built with ragrig.judge.make_judge",
+        default_factory=lambda: ["overlap", "verifier"],
+        description="options of conf/judge/, each built with ragrig.judge.make_judge (verifier: "
+        "its model folder, default data/train_verifier, must hold a trained model)",
     )
     baselines: list[Literal["naive_overlap"]] = Field(
         default_factory=lambda: ["naive_overlap"],

@@ -88,7 +88,8 @@ class Scorer:
 
 
 class JudgeScorer(Scorer):
-    """A ragrig.judge backend: the verdict's score (supported / extracted claims)."""
+    """A ragrig.judge backend: the verdict's soft score (the mean claim score for a judge that
+    gives claim scores, the verifier; else supported / extracted claims)."""
 
     def __init__(self, name: str, judge: Any):
         self.name, self.judge = name, judge
@@ -98,7 +99,7 @@ class JudgeScorer(Scorer):
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
         self.kinds[(item.task_id, item.model_id)] = verdict.kind
-        return verdict.score, verdict.reason
+        return verdict.soft_score, verdict.reason
 
 
 class BaselineScorer(Scorer):

@@ -32,6 +32,16 @@ class ClaimsFiles(Section):
     """SciFact's original claim files, giving per-query label and rationale attributes."""
 
     files: list[str] = Field(default_factory=list, description="paths relative to dataset root")
+    train: str | None = Field(
+        None,
+        description="training claims of the verifier (SciFact schema, relative to dataset root); "
+        "never a file of the evaluated split",
+    )
+    sentences: str | None = Field(
+        None,
+        description="the abstracts' sentence lists the training rationales index (SciFact's HF "
+        "export zip, or JSONL of {doc_id, sentences})",
+    )
 
 
 class DatasetConfig(Section):

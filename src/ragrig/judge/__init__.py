@@ -30,6 +30,8 @@ class Verdict:
     # share of the answer's names and numbers found in the context (None: it has none)
     entity_overlap: float | None = None
     unseen_entities: tuple[str, ...] = ()
+    # per extracted claim, its support probability in [0, 1] (verifier judge; None: not given)
+    claim_scores: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         from ragrig.judge.refusal import ANSWER_KINDS, REFUSAL
@@ -53,6 +55,11 @@ class Verdict:
             raise InvalidVerdict(
                 "supported and unsupported do not cover the extracted claims exactly"
             )
+        if self.claim_scores is not None and (
+            len(self.claim_scores) != len(self.extracted)
+            or not all(0.0 <= s <= 1.0 for s in self.claim_scores)
+        ):
+            raise InvalidVerdict("claim_scores must give one probability in [0, 1] per claim")
 
     @property
     def outcome(self) -> str:
@@ -65,6 +72,14 @@ class Verdict:
             return None
         return len(self.supported) / len(self.extracted)
 
+    @property
+    def soft_score(self) -> float | None:
+        """Answer-level continuous score: the mean claim score when the judge gives claim
+        scores, else `score`; None when there are no claims."""
+        if not self.extracted or self.claim_scores is None:
+            return self.score
+        return sum(self.claim_scores) / len(self.claim_scores)
+
 
 class Judge(Protocol):
     def judge(
@@ -72,7 +87,10 @@ class Judge(Protocol):
     ) -> Verdict: ...
 
 
-JUDGES = {"overlap": "ragrig.judge.overlap:OverlapJudge"}
+JUDGES = {
+    "overlap": "ragrig.judge.overlap:OverlapJudge",
+    "verifier": "ragrig.judge.verifier:VerifierJudge",
+}
 
 
 def make_judge(cfg: Any) -> Judge:
@@ -125,6 +143,8 @@ def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str])
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     supported = set(verdict.supported)
     claims = [{"claim": c, "supported": c in supported} for c in verdict.extracted]
+    for claim, p in zip(claims, verdict.claim_scores or (), strict=False):
+        claim["p_supported"] = round(p, 4)
     return {
         "status": verdict.outcome,
         "n_claims": len(verdict.extracted),

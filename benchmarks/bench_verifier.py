@@ -1,0 +1,254 @@
+"""The trained claim verifier: training cost, scoring speed, judge throughput, and how its
+answer-level aggregations fare against MTRAG's human faithfulness ratings.
+
+* training: read from the train_verifier stage's manifest (`--model`, default
+  data/train_verifier: pairs, seconds, pairs/s), or, with `--train`, trained now on
+  `--dataset-root`'s training claims with params.yaml's `train_verifier` section (`--max-pairs`
+  caps the pairs; the smoke run trains a few pairs of the tiny fixture);
+* scoring: pairs/s of the cross-encoder alone on training pairs;
+* judge: answers/s of `judge=verifier` (conf/judge/verifier.yaml) over every rated MTRAG answer
+  (question: the conversation), all claims of an answer in one batch;
+* aggregations: the answer-level score as the mean claim P(support) (`mean_p`, what calibration
+  uses), the supported share (`share`), the weakest claim (`min_p`), the mean P(support)
+  blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2), and with the naive
+  content-word overlap of the whole answer (`mean_p_lexical`, 0.5/0.5). Each gets its threshold
+  fitted on MTRAG's calibration half only (`ragrig.calibrate`'s split and fit) and is measured on
+  the held-out half; the aggregation to prefer is the one best on the *calibration* half.
+
+    python benchmarks/bench_verifier.py [--model DIR | --train] [--mtrag-root DIR]
+        [--max-answers N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common as C
+
+DEFAULT_MTRAG_ROOT = (C.PROJECT_ROOT / ".." / "shared" / "datasets" / "mtrag_human").resolve()
+MTRAG_FILE = "reference_subset_with_human_evaluations.json"
+TARGETS = {"balanced_accuracy_held_out": 0.85, "roc_auc_held_out": 0.90, "answers_per_s": 10.0}
+AGGREGATIONS = ("mean_p", "share", "min_p", "mean_p_entity", "mean_p_lexical")
+
+
+def aggregate(verdict, how: str, lexical: float | None = None) -> float | None:
+    """The answer-level score of a verdict; `lexical` is the naive content-word overlap of the
+    whole answer with all passages (ragrig.calibrate.baselines), blended half and half by
+    `mean_p_lexical` (fixed weights: nothing is fitted but the threshold)."""
+    if verdict.score is None:
+        return None
+    scores = verdict.claim_scores or ()
+    if how == "share":
+        return verdict.score
+    if how == "min_p":
+        return min(scores)
+    mean = sum(scores) / len(scores)
+    if how == "mean_p_entity" and verdict.entity_overlap is not None:
+        return 0.8 * mean + 0.2 * verdict.entity_overlap
+    if how == "mean_p_lexical" and lexical is not None:
+        return 0.5 * mean + 0.5 * lexical
+    return mean
+
+
+def _trained(args, threads: int, tmp: Path) -> tuple[Path, dict]:
+    from ragrig.config import load_section, validate_section
+    from ragrig.verifier.train import run_stage
+
+    if not args.train:
+        manifest = json.loads((args.model / "manifest.json").read_text(encoding="utf-8"))
+        return args.model, {"source": str(args.model), **manifest}
+    cfg = load_section("train_verifier", args.params)
+    if args.max_pairs is not None:
+        cfg = cfg.model_copy(update={"max_pairs": args.max_pairs})
+    original = args.dataset_root / "original"
+    sentences = next(
+        (f for f in ("scifact_hf_export_csv.zip", "sentences.jsonl") if (original / f).exists()),
+        None,
+    )
+    if sentences is None:
+        raise SystemExit(f"bench_verifier: {original} holds no abstract sentence source")
+    dataset = validate_section(
+        "dataset",
+        {
+            "name": "bench",
+            "root": str(args.dataset_root),
+            "claims": {
+                "train": "original/claims_train.jsonl",
+                "sentences": f"original/{sentences}",
+            },
+        },
+    )
+    out = tmp / "train_verifier"
+    manifest = run_stage(cfg, dataset, out, threads)
+    return out, {"source": "trained now", **manifest}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    C.add_common_args(p)
+    p.add_argument("--model", type=Path, default=C.PROJECT_ROOT / "data" / "train_verifier")
+    p.add_argument("--train", action="store_true", help="train now instead of reading --model")
+    p.add_argument("--max-pairs", type=int, default=None, help="with --train: cap the pairs")
+    p.add_argument("--mtrag-root", type=Path, default=DEFAULT_MTRAG_ROOT)
+    p.add_argument("--max-answers", type=int, default=None, help="first N rated answers only")
+    p.add_argument("--score-pairs", type=int, default=256, help="pairs timed for scoring speed")
+    args = p.parse_args(argv)
+    C.setup_env()
+    threads = C.apply_threads(args.params, torch=True)
+
+    import yaml
+
+    from ragrig.calibrate.core import Scored, evaluate, split_tasks
+    from ragrig.calibrate.mtrag import load_mtrag_human
+    from ragrig.config import validate_section
+    from ragrig.judge.verifier import VerifierJudge
+    from ragrig.verifier.model import Verifier
+
+    with tempfile.TemporaryDirectory(prefix="ragrig-verifier-") as tmp:
+        model_dir, manifest = _trained(args, threads, Path(tmp))
+        if not manifest.get("trained", False):
+            print(f"bench_verifier: no model ({manifest.get('reason')})", file=sys.stderr)
+            return 2
+        jcfg = validate_section(
+            "judge",
+            yaml.safe_load((C.PROJECT_ROOT / "conf/judge/verifier.yaml").read_text("utf-8")),
+        ).model_copy(update={"model": str(model_dir), "threads": threads})
+        verifier = Verifier(model_dir, jcfg.max_length, jcfg.batch_size, threads)
+        pairs_file = model_dir / "pairs.jsonl"
+        rows = [
+            json.loads(x) for x in pairs_file.read_text("utf-8").splitlines()[: args.score_pairs]
+        ]
+        pairs = [(r["claim"], r["evidence"]) for r in rows]
+        t0 = time.perf_counter()
+        verifier.support(pairs)
+        score_s = time.perf_counter() - t0
+        judge = VerifierJudge.from_config(jcfg)
+
+        mtrag = args.mtrag_root / f"{MTRAG_FILE}.gz"
+        rated = load_mtrag_human(mtrag if mtrag.exists() else args.mtrag_root / MTRAG_FILE, 3.0)
+        answers = rated.answers[: args.max_answers] if args.max_answers else rated.answers
+        split = split_tasks((a.task_id for a in rated.answers), 13, "task")
+        verdicts = []
+        t0 = time.perf_counter()
+        for a in answers:
+            verdicts.append(
+                judge.judge(a.judge_question("conversation"), a.answer, list(a.contexts))
+            )
+        judge_s = time.perf_counter() - t0
+
+    result = {
+        **C.header("verifier", ["torch", "transformers", "sentence-transformers"]),
+        "config": {
+            "model": manifest["source"],
+            "mtrag_root": str(args.mtrag_root),
+            "answers": len(answers),
+            "judge": jcfg.model_dump(),
+        },
+        "training": {
+            k: manifest.get(k)
+            for k in (
+                "pairs",
+                "labels",
+                "kinds",
+                "claims",
+                "claims_dropped_held_out",
+                "train_seconds",
+                "pairs_per_s",
+                "train_loss",
+                "weights_sha256",
+                "threads",
+            )
+        },
+        "scoring": {
+            "pairs": len(pairs),
+            "seconds": round(score_s, 3),
+            "pairs_per_s": round(len(pairs) / score_s, 1) if score_s else None,
+        },
+        "judge": {
+            "answers": len(answers),
+            "seconds": round(judge_s, 2),
+            "answers_per_s": round(len(answers) / judge_s, 2) if judge_s else None,
+            "claims": sum(len(v.extracted) for v in verdicts),
+            "status": {s: sum(v.outcome == s for v in verdicts) for s in ("scored", "no_claims")},
+        },
+        "aggregations": {},
+    }
+    from ragrig.calibrate.baselines import NaiveOverlap
+
+    naive = NaiveOverlap()
+    lexical = [naive.score(a.answer, list(a.contexts)) for a in answers]
+    for how in AGGREGATIONS:
+        scored = [
+            Scored(
+                a.task_id,
+                a.model_id,
+                split.half(a.task_id),
+                a.faithful,
+                "no_claims" if v.score is None else "scored",
+                aggregate(v, how, lex),
+            )
+            for a, v, lex in zip(answers, verdicts, lexical, strict=True)
+        ]
+        try:
+            r = evaluate(scored, "faithful", 10)
+        except ValueError as exc:
+            result["aggregations"][how] = {"undefined": str(exc)}
+            continue
+        result["aggregations"][how] = {
+            "threshold": round(r["threshold"], 4),
+            "balanced_accuracy_calibration": round(r["calibration_fit_balanced_accuracy"], 4),
+            "balanced_accuracy_held_out": r["held_out"].get("balanced_accuracy"),
+            "balanced_accuracy_reverse": r["reverse"]["calibration"].get("balanced_accuracy"),
+            "roc_auc_held_out": r["held_out"].get("roc_auc"),
+            "cohen_kappa_held_out": r["held_out"].get("cohen_kappa"),
+            "ece_held_out": r["held_out"].get("ece"),
+            "roc_auc_all": r["all"].get("roc_auc"),
+        }
+    ok = {k: v for k, v in result["aggregations"].items() if "undefined" not in v}
+    best = max(ok, key=lambda k: ok[k]["balanced_accuracy_calibration"]) if ok else None
+    result["preferred_aggregation"] = best
+    if best is not None and args.mtrag_root.resolve() == DEFAULT_MTRAG_ROOT:
+        b = ok[best]
+        result["target_met"] = bool(
+            (b["balanced_accuracy_held_out"] or 0) >= TARGETS["balanced_accuracy_held_out"]
+            and (b["roc_auc_held_out"] or 0) >= TARGETS["roc_auc_held_out"]
+            and (result["judge"]["answers_per_s"] or 0) >= TARGETS["answers_per_s"]
+        )
+    else:
+        result["target_met"] = None
+    t = result["training"]
+    print(
+        f"training: {t['pairs']} pairs in {t['train_seconds']} s ({t['pairs_per_s']} pairs/s); "
+        f"scoring {result['scoring']['pairs_per_s']} pairs/s; judge "
+        f"{result['judge']['answers_per_s']} answers/s over {len(answers)} MTRAG answers"
+    )
+    C.print_table(
+        "answer-level aggregation (threshold fitted on the calibration half)",
+        ["aggregation", "BA cal", "BA held-out", "BA reverse", "AUC held-out", "kappa", "ECE"],
+        [
+            [
+                k,
+                v.get("balanced_accuracy_calibration"),
+                v.get("balanced_accuracy_held_out"),
+                v.get("balanced_accuracy_reverse"),
+                v.get("roc_auc_held_out"),
+                v.get("cohen_kappa_held_out"),
+                v.get("ece_held_out"),
+            ]
+            for k, v in result["aggregations"].items()
+        ],
+        digits=3,
+    )
+    C.write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Faithfulness read by a trained verifier: each claim against a few pre-selected evidence windows.
+
+Claims come exactly as for the overlap judge (`OverlapJudge.claim_set`: a segmenter that knows
+abbreviations and citations, refusals and partial refusals, short answers checked with their
+question). For each claim, evidence is pre-selected cheaply: every window of 1..`window` adjacent
+sentences of one passage is ranked by the share of the claim's content words it holds, and the
+top `windows_per_claim` are kept, plus, when the best two come from different passages and
+together hold more of the claim than either, their concatenation (a claim drawing on two
+passages). The verifier (`ragrig.verifier`, trained by the train_verifier stage) reads those
+pairs, all claims of an answer in one batch; a claim's P(support) is the maximum over its
+windows. A claim none of whose content words occurs in the context gets P(support) 0 without
+a model call.
+
+A claim is supported when P(support) >= `support_threshold` and (with `entity_check`) every name
+and number of it occurs in the context; its claim score is P(support), or 0 when the entity
+check rejects it. The verdict's score is the supported share (the partition rule); the
+answer-level continuous score used for calibration (`Verdict.soft_score`) is the mean claim
+score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragrig.judge import Verdict
+from ragrig.judge import entities as ent
+from ragrig.judge.overlap import OverlapJudge
+from ragrig.judge.refusal import REFUSAL, answer_kind
+from ragrig.text import split_sentences, tokenize
+
+DEFAULT_MODEL = Path("data") / "train_verifier"
+
+
+def evidence_windows(contexts: list[str], window: int = 2) -> list[tuple[int, str, set[str]]]:
+    """(passage index, text, content words) of every run of 1..`window` adjacent sentences."""
+    out = []
+    for p, ctx in enumerate(contexts):
+        sents = split_sentences(ctx)
+        words = tokenize(sents) if sents else []
+        for i in range(len(sents)):
+            for j in range(i + 1, min(i + window, len(sents)) + 1):
+                out.append((p, " ".join(sents[i:j]), set().union(*map(set, words[i:j]))))
+    return out
+
+
+def preselect(
+    claim_words: set[str], windows: list[tuple[int, str, set[str]]], k: int = 3
+) -> list[str]:
+    """The `k` windows holding the largest share of `claim_words` (ties: fewer words first, then
+    order), plus the two best windows of different passages joined when that covers more; []
+    when no window shares a word with the claim."""
+    if not claim_words or not windows:
+        return []
+    scored = []
+    for n, (p, text, words) in enumerate(windows):
+        hit = len(claim_words & words)
+        if hit:
+            scored.append((-hit, len(words), n, p, text, words))
+    scored.sort()
+    top = [s[4] for s in scored[:k]]
+    if scored:
+        first = scored[0]
+        other = next((s for s in scored if s[3] != first[3]), None)
+        if other is not None and len(claim_words & (first[5] | other[5])) > -first[0]:
+            joined = f"{first[4]} {other[4]}"
+            if joined not in top:
+                top.append(joined)
+    return top
+
+
+class VerifierJudge:
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        support_threshold: float = 0.5,
+        windows_per_claim: int = 2,
+        window: int = 2,
+        entity_check: bool = True,
+        min_content_words: int = 2,
+        max_length: int = 128,
+        batch_size: int = 32,
+        threads: int = 2,
+        verifier: Any = None,
+    ):
+        if window < 1 or windows_per_claim < 1:
+            raise ValueError("window and windows_per_claim must be >= 1")
+        self.threshold = support_threshold
+        self.k = windows_per_claim
+        self.window = window
+        self.entity_check = entity_check
+        self.claims = OverlapJudge(min_content_words=min_content_words)
+        if verifier is None:
+            from ragrig.verifier.model import Verifier
+
+            verifier = Verifier(
+                model if model is not None else DEFAULT_MODEL, max_length, batch_size, threads
+            )
+        self.verifier = verifier
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> VerifierJudge:
+        return cls(
+            cfg.model,
+            cfg.support_threshold,
+            cfg.windows_per_claim,
+            cfg.window,
+            cfg.entity_check,
+            cfg.min_content_words,
+            cfg.max_length,
+            cfg.batch_size,
+            cfg.threads,
+        )
+
+    def claim_probabilities(
+        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
+    ) -> list[float]:
+        """Max P(support) over each claim's pre-selected windows (0 when none), one batch."""
+        windows = evidence_windows(contexts, self.window)
+        pairs: list[tuple[str, str]] = []
+        owner: list[int] = []
+        for i, c in enumerate(claims):
+            for text in preselect(words[c], windows, self.k):
+                pairs.append((c, text))
+                owner.append(i)
+        probs = [0.0] * len(claims)
+        for i, p in zip(owner, self.verifier.support(pairs), strict=True):
+            probs[i] = max(probs[i], p)
+        return probs
+
+    def judge(
+        self, question: str, answer: str, contexts: list[str], reference: str | None = None
+    ) -> Verdict:
+        cs = self.claims.claim_set(question, answer)
+        kind = answer_kind(len(cs.claims), cs.declined)
+        if not cs.claims:
+            reason = (
+                "empty answer"
+                if not answer.strip()
+                else ("refusal" if kind == REFUSAL else "no checkable claim")
+            )
+            return Verdict([], [], [], reason=reason, kind=kind)
+        has_sentences = any(split_sentences(c) for c in contexts)
+        probs = self.claim_probabilities(cs.claims, cs.words, contexts)
+        scores = []
+        for c, p in zip(cs.claims, probs, strict=True):
+            if self.entity_check and ent.check(cs.surface[c], contexts).flag:
+                p = 0.0
+            scores.append(p)
+        sup = [c for c, s in zip(cs.claims, scores, strict=True) if s >= self.threshold]
+        uns = [c for c in cs.claims if c not in sup]
+        found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
+        return Verdict(
+            cs.claims,
+            sup,
+            uns,
+            reason="" if has_sentences else "context has no sentences: no claim can be supported",
+            kind=kind,
+            entity_overlap=found.overlap,
+            unseen_entities=found.unseen_names + found.unseen_numbers,
+            claim_scores=tuple(scores),
+        )

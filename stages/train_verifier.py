@@ -1,0 +1,34 @@
+"""DVC stage train_verifier: fine-tune the claim verifier on the dataset's training claims."""
+
+from __future__ import annotations
+
+import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
+from ragrig import stage
+
+
+def main() -> None:
+    args = stage.parser(__doc__).parse_args()
+    from ragrig.config import load_section
+
+    threads = stage.read_runtime(args.params, "threads")
+    stage.apply_threads(threads)
+    from ragrig.verifier.train import run_stage
+
+    manifest = run_stage(
+        load_section("train_verifier", args.params),
+        load_section("dataset", args.params),
+        args.out,
+        threads,
+    )
+    if not manifest["trained"]:
+        print(f"train_verifier: not trained ({manifest['reason']})")
+        return
+    print(
+        f"train_verifier: {manifest['pairs']} pairs {manifest['labels']}, "
+        f"{manifest['train_seconds']} s ({manifest['pairs_per_s']} pairs/s), "
+        f"weights {manifest['weights_sha256'][:12]}"
+    )
+
+
+if __name__ == "__main__":
+    stage.run("train_verifier", main)
