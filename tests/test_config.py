@@ -197,3 +197,13 @@ def test_report_k_beyond_retrieve_depth_is_refused():
         validate_composition(
             compose(CONF, ["retrieve.depth=4", "generate.n_passages=5", "report.k_values=[1]"])
         )
+
+
+def test_verifier_judge_needs_its_training_switched_on():
+    with pytest.raises(ConfigError, match=r"judge=verifier .* add train_verifier\.enabled=true"):
+        validate_composition(compose(CONF, ["judge=verifier"]))
+    ok = validate_composition(compose(CONF, ["judge=verifier", "train_verifier.enabled=true"]))
+    assert ok["train_verifier"].enabled and ok["judge"].method == "verifier"
+    # a model folder given directly needs no training stage
+    given = validate_composition(compose(CONF, ["judge=verifier", "judge.model=/models/v"]))
+    assert not given["train_verifier"].enabled

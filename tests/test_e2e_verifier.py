@@ -19,6 +19,7 @@ BASE = [
     "generate=extractive",
     "judge=verifier",
     "report.mlflow.enabled=false",
+    "train_verifier.enabled=true",
     "train_verifier.max_pairs=16",
 ]
 

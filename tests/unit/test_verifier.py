@@ -22,7 +22,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 TINY = PROJECT / "tests" / "fixtures" / "tiny_beir" / "original"
 SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact" / "original"
 # a few pairs, a few steps: seconds on 2 cores
-TINY_CFG = TrainVerifierConfig(max_pairs=12, batch_size=4, epochs=1.0, seed=13)
+TINY_CFG = TrainVerifierConfig(enabled=True, max_pairs=12, batch_size=4, epochs=1.0, seed=13)
 
 
 def tiny_pairs(**kw) -> list[D.Pair]:
@@ -289,7 +289,11 @@ def test_judge_all_writes_p_supported(reference):
     out = judge_all(VerifierJudge(verifier=rec), gens, {"q1": ""}, progress=False)
     claims = json.loads(out.loc[0, "claims"])
     assert [c["p_supported"] for c in claims] == [0.9, 0.0, 0.0, 0.0]
-    assert out.loc[0, "faithfulness"] == 0.25
+    assert out.loc[0, "claim_support"] == 0.25
+    # the composite: claims 0.4 and entity overlap 0.2 (every name and number is in the
+    # context), renormalised without an LLM judge
+    assert out.loc[0, "entity_overlap"] == 1.0
+    assert out.loc[0, "faithfulness"] == pytest.approx((0.4 * 0.25 + 0.2 * 1.0) / 0.6)
 
 
 def test_trained_tiny_verifier_judges_deterministically(tiny_model, reference):
@@ -308,3 +312,16 @@ def test_params_carry_the_verifier_section():
     params = load_params(PROJECT / "params.yaml")
     assert TrainVerifierConfig.model_validate(params["train_verifier"]).max_length == 128
     assert params["dataset"]["claims"]["train"] == "original/claims_train.jsonl"
+
+
+def test_stage_switched_off_trains_nothing_and_says_why(tmp_path):
+    from ragrig.config import validate_section
+    from ragrig.verifier.train import run_stage
+
+    dataset = validate_section("dataset", {"name": "tiny", "root": str(TINY.parent)})
+    off = TINY_CFG.model_copy(update={"enabled": False})
+    manifest = run_stage(off, dataset, tmp_path / "out")
+    assert manifest["trained"] is False and "enabled is false" in manifest["reason"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["manifest.json"]
+    with pytest.raises(ConfigError, match="enabled is false"):
+        VerifierJudge(tmp_path / "out")
