@@ -62,7 +62,7 @@ def judges(params: Path, verifier: Path | None = None) -> dict:
     out[f"{cfg.method}_configured"] = make_judge(cfg)
     if verifier is not None:
         from ragrig.judge.verifier import VerifierJudge
-        from ragrig.verifier.model import Verifier
+        from ragrig.judge.verifier_model import Verifier
 
         path = C.PROJECT_ROOT / "conf" / "judge" / "verifier.yaml"
         vcfg = validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))

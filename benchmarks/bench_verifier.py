@@ -62,7 +62,8 @@ def _trained(args, threads: int, tmp: Path) -> tuple[Path, dict]:
     if not args.train:
         manifest = json.loads((args.model / "manifest.json").read_text(encoding="utf-8"))
         return args.model, {"source": str(args.model), **manifest}
-    cfg = load_section("train_verifier", args.params)
+    # the benchmark trains whatever the params say about the switch (off by default)
+    cfg = load_section("train_verifier", args.params).model_copy(update={"enabled": True})
     if args.max_pairs is not None:
         cfg = cfg.model_copy(update={"max_pairs": args.max_pairs})
     original = args.dataset_root / "original"
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragrig.calibrate.mtrag import load_mtrag_human
     from ragrig.config import validate_section
     from ragrig.judge.verifier import VerifierJudge
-    from ragrig.verifier.model import Verifier
+    from ragrig.judge.verifier_model import Verifier
 
     with tempfile.TemporaryDirectory(prefix="ragrig-verifier-") as tmp:
         model_dir, manifest = _trained(args, threads, Path(tmp))

@@ -68,9 +68,12 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
         "retrieve",
         "rerank",
         "generate",
+        "train_verifier",  # off by default: a manifest saying so, no model
         "judge",
         "report",
     ]
+    trained = json.loads((ws / "data/train_verifier/manifest.json").read_text())
+    assert trained["trained"] is False and "enabled is false" in trained["reason"]
     for out in [
         "data/parse/documents.parquet",
         "data/chunk/chunks.parquet",

@@ -421,7 +421,7 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"judge": judge}))
     cmd = [sys.executable, str(PROJECT / "stages" / "judge.py"), "--out", "out"]
-    cmd += ["--inputs", "parse", "gen"]
+    cmd += ["--inputs", "parse", "gen", "verifier"]  # the verifier folder: unread by overlap
     before = hits["good"]
     for run in range(2):
         proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)

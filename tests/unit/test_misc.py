@@ -76,7 +76,11 @@ LOOKS_DOWN_TO = {
     "retrieve": {"index"},
     "report": {"metrics"},
     "calibrate": {"judge", "metrics"},  # runs the judges against human labels
-    "judge": {"generate"},  # the LLM judge calls the generate backends (ragrig.judge.llm)
+    "judge": {"generate"},
+    "verifier": {
+        "judge",
+        "data",
+    },  # training pairs use the judge's claims and perturbations  # the LLM judge calls the generate backends (ragrig.judge.llm)
 }
 ORCHESTRATORS = {"cli", "sweep", "params"}  # drive or compose the whole pipeline
 

@@ -33,7 +33,7 @@ class CalibrateConfig(Section):
     )
     split: SplitConfig = SplitConfig()
     judges: list[str] = Field(
-        default_factory=lambda: ["overlap", "verifier"],
+        default_factory=lambda: ["overlap"],
         description="options of conf/judge/, each built with ragrig.judge.make_judge (verifier: "
         "its model folder, default data/train_verifier, must hold a trained model)",
     )

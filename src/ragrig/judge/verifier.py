@@ -91,7 +91,7 @@ class VerifierJudge:
         self.entity_check = entity_check
         self.claims = OverlapJudge(min_content_words=min_content_words)
         if verifier is None:
-            from ragrig.verifier.model import Verifier
+            from ragrig.judge.verifier_model import Verifier
 
             verifier = Verifier(
                 model if model is not None else DEFAULT_MODEL, max_length, batch_size, threads

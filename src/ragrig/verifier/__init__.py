@@ -5,8 +5,10 @@ that reads (claim, evidence) and says SUPPORT / CONTRADICT / NOT_ADDRESSED.
   sentences and perturbations of supported claims;
 * `ragrig.verifier.train`: fine-tuning (the DVC stage `train_verifier`), deterministic given its
   seed, with a manifest of label counts, timing, versions and the weights' hash;
-* `ragrig.verifier.model`: loading a trained model directory and scoring pairs in batches.
+Loading a trained model and scoring pairs (inference, which the judge needs without training)
+is `ragrig.judge.verifier_model`, where the labels are defined.
 """
 
-LABELS = ("SUPPORT", "CONTRADICT", "NOT_ADDRESSED")
-SUPPORT, CONTRADICT, NOT_ADDRESSED = LABELS
+from ragrig.judge.verifier_model import CONTRADICT, LABELS, NOT_ADDRESSED, SUPPORT
+
+__all__ = ["CONTRADICT", "LABELS", "NOT_ADDRESSED", "SUPPORT"]

@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.errors import ConfigError
-from ragrig.verifier import SUPPORT
+
+# The verifier's labels, in the order of its classifier head.
+LABELS = ("SUPPORT", "CONTRADICT", "NOT_ADDRESSED")
+SUPPORT, CONTRADICT, NOT_ADDRESSED = LABELS
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
