@@ -29,15 +29,10 @@ The output holds dataset text (SciFact: CC BY-NC 2.0): write it outside the repo
 from __future__ import annotations
 
 import argparse
-import ast
-import csv
 import gzip
-import io
 import json
 import random
 import sys
-import tokenize
-import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -70,27 +65,17 @@ class ProbeError(ValueError):
 # --- SciFact ----------------------------------------------------------------------------------
 
 
-def _sentence_list(cell: str, where: str) -> list[str]:
-    """A numpy-repr list of strings ("['a.'\\n 'b.']") -> its strings, as SciFact was staged."""
-    try:
-        toks = tokenize.generate_tokens(io.StringIO(cell).readline)
-        return [ast.literal_eval(t.string).strip() for t in toks if t.type == tokenize.STRING]
-    except (tokenize.TokenError, SyntaxError, ValueError) as exc:
-        raise ProbeError(f"{where}: unreadable sentence list ({exc})") from exc
-
-
 def scifact_sentences(root: Path) -> dict[str, list[str]]:
     """doc id -> its abstract's sentences (indices as in the rationale annotations)."""
     zpath = root / "original" / SCIFACT_ZIP
-    if zpath.exists():
-        csv.field_size_limit(sys.maxsize)
-        out: dict[str, list[str]] = {}
-        with zipfile.ZipFile(zpath) as z, z.open("corpus_train.csv") as raw:
-            reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8"))
-            for lineno, row in enumerate(reader, start=2):
-                where = f"{zpath}:corpus_train.csv:{lineno}"
-                out[str(row["doc_id"])] = _sentence_list(row["abstract"], where)
-        return out
+    if zpath.exists():  # read as the verifier's training pairs read it
+        from ragrig.errors import DataValidationError
+        from ragrig.verifier.data import read_sentences
+
+        try:
+            return read_sentences(zpath)
+        except DataValidationError as exc:
+            raise ProbeError(str(exc)) from exc
     from ragrig.data.beir import iter_jsonl
     from ragrig.text import split_sentences
 
