@@ -22,7 +22,7 @@ a positive relevance judgment (qrels).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,30 @@ def gold_documents(queries: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, froz
     return gold
 
 
+def chunk_documents(run: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(qid, chunk_id) -> doc_id of the ranked run the generator's contexts came from."""
+    return {
+        (str(q), str(c)): str(d)
+        for q, c, d in zip(run["qid"], run["chunk_id"], run["doc_id"], strict=True)
+    }
+
+
+def context_documents(
+    qid: str, chunk_ids: Sequence[Any], doc_of: Mapping[tuple[str, str], str]
+) -> list[str]:
+    """The documents of a query's context passages, in order; a chunk the run does not place
+    for that query is a DataValidationError naming both."""
+    docs = []
+    for chunk_id in chunk_ids:
+        if (qid, str(chunk_id)) not in doc_of:
+            raise DataValidationError(
+                f"generations: query {qid!r} was given chunk {chunk_id!r}, which the run "
+                "does not rank for it"
+            )
+        docs.append(doc_of[(qid, str(chunk_id))])
+    return docs
+
+
 def score_citations(
     generations: pd.DataFrame,
     run: pd.DataFrame,
@@ -78,10 +102,7 @@ def score_citations(
     """One CitationScore per answered query that has gold documents, and the counts of what
     was not measured. `run` (qid, chunk_id, doc_id) is the ranking the contexts came from; a
     context chunk it does not place for that query is a DataValidationError naming both."""
-    doc_of = {
-        (str(q), str(c)): str(d)
-        for q, c, d in zip(run["qid"], run["chunk_id"], run["doc_id"], strict=True)
-    }
+    doc_of = chunk_documents(run)
     scores: list[CitationScore] = []
     counts = {"answers": 0, "no_gold": 0, "no_citations": 0, "no_gold_in_context": 0}
     for g in generations.itertuples(index=False):
@@ -93,14 +114,7 @@ def score_citations(
         if not gold_docs:
             counts["no_gold"] += 1
             continue
-        docs = []
-        for chunk_id in json.loads(g.context_chunk_ids):
-            if (qid, str(chunk_id)) not in doc_of:
-                raise DataValidationError(
-                    f"generations: query {qid!r} was given chunk {chunk_id!r}, which the run "
-                    "does not rank for it"
-                )
-            docs.append(doc_of[(qid, str(chunk_id))])
+        docs = context_documents(qid, json.loads(g.context_chunk_ids), doc_of)
         cited = [n for n in json.loads(g.citations) if 1 <= n <= len(docs)]
         cited_docs = {docs[n - 1] for n in cited}
         in_context = gold_docs & set(docs)

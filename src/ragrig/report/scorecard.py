@@ -29,6 +29,7 @@ import pandas as pd
 from ragrig.errors import ConfigError, DataValidationError
 from ragrig.metrics import correctness as corr
 from ragrig.metrics import relevance as rel
+from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
 from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
 
@@ -109,9 +110,7 @@ def scorecard_tables(
         )
     qinfo = queries.set_index("qid")
     positives = _positives(qrels)
-    chunk_doc = {
-        (q, c): d for q, c, d in zip(run["qid"], run["chunk_id"], run["doc_id"], strict=True)
-    }
+    chunk_doc = chunk_documents(run)
     judged = {r["qid"]: r for r in judgments.to_dict("records")}
     qvec = cvec = None
     if vectors is not None:
@@ -143,13 +142,7 @@ def scorecard_tables(
         j = judged.get(qid)
         ctx_ids = _json_list(g["context_chunk_ids"], "context_chunk_ids", qid)
         passages = _json_list(g["contexts"], "contexts", qid)
-        docs = []
-        for c in ctx_ids:
-            if (qid, c) not in chunk_doc:
-                raise DataValidationError(
-                    f"generations: query {qid!r} was given chunk {c!r}, which its run lacks"
-                )
-            docs.append(chunk_doc[(qid, c)])
+        docs = context_documents(str(qid), ctx_ids, chunk_doc)
 
         # relevance
         parts: dict[str, float | None] = dict.fromkeys(rel.PARTS)
