@@ -64,6 +64,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     p.add_argument("--judges", default=None, help="comma-separated judges instead of the config's")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=0,
+        help="also repeat the fit and the held-out measurement over split seeds 1..N (answer "
+        "model and threshold refitted per seed; no refusal set): mean, sd and min per scorer",
+    )
     args = p.parse_args(argv)
 
     C.setup_env()
@@ -163,6 +170,24 @@ def main(argv: list[str] | None = None) -> dict:
         "target_met": target_met,
     }
 
+    if args.seeds > 0:
+        result["seeds"] = _over_seeds(cfg, args.seeds)
+        C.print_table(
+            f"Held-out half over split seeds 1..{args.seeds} (fit on each seed's calibration half)",
+            ["scorer", "BA mean", "BA sd", "BA min", "ROC-AUC mean", "ROC-AUC sd", "ROC-AUC min"],
+            [
+                [
+                    n,
+                    *(
+                        d[m][k]
+                        for m in ("balanced_accuracy", "roc_auc")
+                        for k in ("mean", "sd", "min")
+                    ),
+                ]
+                for n, d in result["seeds"].items()
+            ],
+        )
+
     s = report["split"]
     C.print_table(
         f"Judges vs human faithfulness on {Path(report['dataset']).name}: {report['counts']['evaluations']} answers, "
@@ -191,6 +216,42 @@ def main(argv: list[str] | None = None) -> dict:
     )
     C.write_json(args.json, result)
     return result
+
+
+def _over_seeds(cfg, n: int) -> dict:
+    """Held-out balanced accuracy and ROC-AUC per scorer over split seeds 1..n."""
+    import statistics
+
+    from ragrig.calibrate import run
+
+    per: dict[str, dict[str, list[float]]] = {}
+    for seed in range(1, n + 1):
+        with tempfile.TemporaryDirectory(prefix="ragrig-calibrate-") as tmp:
+            c = cfg.model_copy(
+                update={
+                    "split": cfg.split.model_copy(update={"seed": seed}),
+                    "refusal_tasks": None,
+                    "out_dir": tmp,
+                }
+            )
+            rep = run(c, C.PROJECT_ROOT, write_threshold=False)
+        for name, r in rep["scorers"].items():
+            d = per.setdefault(name, {"balanced_accuracy": [], "roc_auc": []})
+            for m in d:
+                if r["held_out"].get(m) is not None:
+                    d[m].append(r["held_out"][m])
+    return {
+        name: {
+            m: {
+                "mean": round(statistics.fmean(v), 4),
+                "sd": round(statistics.pstdev(v), 4),
+                "min": round(min(v), 4),
+                "n_seeds": len(v),
+            }
+            for m, v in d.items()
+        }
+        for name, d in per.items()
+    }
 
 
 def _r(x: float | None) -> float | None:

@@ -73,7 +73,15 @@ SMOKE_ARGS = {
         "report.mlflow.enabled=false",
     ],  # fmt: skip
     # the verifier needs a trained model: its smoke run is benchmark `verifier`
-    "calibrate": ["--quick", "--plot", "{tmp}/calibration.png", "--judges", "overlap"],
+    "calibrate": [
+        "--quick",
+        "--plot",
+        "{tmp}/calibration.png",
+        "--judges",
+        "overlap",
+        "--seeds",
+        "2",
+    ],
     "probes": ["--mtrag-root", str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag_probes")],
     # trains a few pairs of the tiny fixture's training claims, judges the tiny MTRAG fixture
     "verifier": [

@@ -128,6 +128,14 @@ def test_calibrate_benchmark_on_the_mtrag_shaped_fixture(smoke):
     # held out: faithful 1, 7/8, 1, 0 against unfaithful 1/7, 1/7, 0, 0 (fixture README)
     assert r["scorers"]["naive_overlap"]["roc_auc_held_out"] == 0.8125
     assert r["target_met"] is None  # the targets are MTRAG's
+    # split seeds 1 and 2: naive overlap's held-out ROC-AUC 0.7812 and 1.0 (no fitting in it)
+    assert r["seeds"]["naive_overlap"]["roc_auc"] == {
+        "mean": 0.8906,
+        "sd": 0.1094,
+        "min": 0.7812,
+        "n_seeds": 2,
+    }
+    assert r["seeds"]["overlap"]["roc_auc"]["n_seeds"] == 2
     assert Path(r["plot"]).exists() and Path(r["plot"]).is_relative_to(smoke["_tmp"])
 
 

@@ -84,6 +84,7 @@ SCHEMAS: dict[str, Schema] = {
             "error": "str",
             # the faithfulness composite and the LLM judge (ragrig.judge.composite, .llm)
             "claim_support": "float?",
+            "answer_support": "float?",
             "faithfulness_parts": "str",
             "llm_status": "str",
             "llm_faithfulness": "float?",

@@ -290,10 +290,12 @@ def test_judge_all_writes_p_supported(reference):
     claims = json.loads(out.loc[0, "claims"])
     assert [c["p_supported"] for c in claims] == [0.9, 0.0, 0.0, 0.0]
     assert out.loc[0, "claim_support"] == 0.25
-    # the composite: claims 0.4 and entity overlap 0.2 (every name and number is in the
-    # context), renormalised without an LLM judge
+    # the composite's claims part is the answer-level score: the mean P(support), not the share
+    assert out.loc[0, "answer_support"] == pytest.approx(0.9 / 4)
+    # claims 0.4 and entity overlap 0.2 (every name and number is in the context),
+    # renormalised without an LLM judge
     assert out.loc[0, "entity_overlap"] == 1.0
-    assert out.loc[0, "faithfulness"] == pytest.approx((0.4 * 0.25 + 0.2 * 1.0) / 0.6)
+    assert out.loc[0, "faithfulness"] == pytest.approx((0.4 * 0.225 + 0.2 * 1.0) / 0.6)
 
 
 def test_trained_tiny_verifier_judges_deterministically(tiny_model, reference):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -49,14 +50,24 @@ def _rooted(judge_cfg: Any, root: Path) -> Any:
     )
 
 
-def build_scorers(cfg: CalibrateConfig, root: Path) -> list:
+def build_scorers(
+    cfg: CalibrateConfig, root: Path, answer_models: dict[str, Any] | None = None
+) -> list:
+    """A scorer per configured judge and baseline; `answer_models` (judge name ->
+    ragrig.judge.extractive.AnswerModel) replace those judges' configured answer model."""
     from ragrig.calibrate.baselines import BASELINES
     from ragrig.calibrate.core import BaselineScorer, JudgeScorer
     from ragrig.judge import make_judge
+    from ragrig.judge.config import AnswerModelConfig
 
-    scorers = [
-        JudgeScorer(n, make_judge(_rooted(load_judge_config(root, n), root))) for n in cfg.judges
-    ]
+    def judge_cfg(name: str) -> Any:
+        jc = _rooted(load_judge_config(root, name), root)
+        model = (answer_models or {}).get(name)
+        if model is None:
+            return jc
+        return jc.model_copy(update={"answer_model": AnswerModelConfig(**model.as_config())})
+
+    scorers = [JudgeScorer(n, make_judge(judge_cfg(n))) for n in cfg.judges]
     scorers += [BaselineScorer(n, BASELINES[n]()) for n in cfg.baselines]
     names = [s.name for s in scorers]
     if len(set(names)) != len(names):
@@ -66,27 +77,35 @@ def build_scorers(cfg: CalibrateConfig, root: Path) -> list:
     return scorers
 
 
-def write_decision_threshold(path: Path, value: float, note: str) -> None:
-    """Set `decision_threshold: value` in a judge's YAML, keeping every other line; the line
-    before it is a comment saying what chose it. The result must still validate."""
+def write_fitted(path: Path, entries: list[tuple[str, str, str]]) -> None:
+    """Set each `key: value` (value: YAML text on one line) in a judge's YAML, keeping every
+    other line; the line before each is a comment `# key: note` saying what chose it. The
+    result must still validate."""
     import yaml
 
     from ragrig.config import validate_section
     from ragrig.io import atomic_write_text
 
-    lines = path.read_text(encoding="utf-8").splitlines()
-    kept = []
-    for line in lines:
-        if line.startswith(f"{THRESHOLD_KEY}:"):
-            if kept and kept[-1].startswith(f"# {THRESHOLD_KEY}"):
+    keys = [k for k, _, _ in entries]
+    kept: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key = next((k for k in keys if line.startswith(f"{k}:")), None)
+        if key is not None:
+            if kept and kept[-1].startswith(f"# {key}"):
                 kept.pop()
             continue
         kept.append(line)
-    # repr: the exact float, so no answer's prediction changes by rounding the threshold
-    kept += [f"# {THRESHOLD_KEY}: {note}", f"{THRESHOLD_KEY}: {float(value)!r}"]
+    for key, value, note in entries:
+        kept += [f"# {key}: {note}", f"{key}: {value}"]
     text = "\n".join(kept) + "\n"
     validate_section("judge", yaml.safe_load(text))
     atomic_write_text(path, text)
+
+
+def write_decision_threshold(path: Path, value: float, note: str) -> None:
+    """Set `decision_threshold: value` in a judge's YAML (write_fitted); repr: the exact
+    float, so no answer's prediction changes by rounding the threshold."""
+    write_fitted(path, [(THRESHOLD_KEY, repr(float(value)), note)])
 
 
 def _scores_csv(rows_by_scorer: dict[str, list], answers: list) -> str:
@@ -123,7 +142,14 @@ def run(
     cfg: CalibrateConfig, root: Path | str = ".", write_threshold: bool | None = None
 ) -> dict[str, Any]:
     """Score, fit, measure, write the reports (and the thresholds); return the report."""
-    from ragrig.calibrate.core import CALIBRATION, HELD_OUT, evaluate, score_answers, split_tasks
+    from ragrig.calibrate.core import (
+        CALIBRATION,
+        HELD_OUT,
+        evaluate,
+        fit_answer_model_on,
+        score_answers,
+        split_tasks,
+    )
     from ragrig.calibrate.mtrag import load_mtrag_human
     from ragrig.calibrate.plot import reliability_plot
     from ragrig.calibrate.refusals import refusal_report
@@ -134,13 +160,38 @@ def run(
     dataset = dataset if dataset.is_absolute() else root / dataset
     rated = load_mtrag_human(dataset, cfg.faithful_min_mean)
     split = split_tasks((a.task_id for a in rated.answers), cfg.split.seed, cfg.split.group)
-    scorers = build_scorers(cfg, root)
+    for name in cfg.fit_answer_model:
+        if name not in cfg.judges:
+            raise ConfigError(f"calibrate.fit_answer_model names {name!r}, not in judges")
+        if load_judge_config(root, name).method != "overlap":
+            raise ConfigError(f"calibrate.fit_answer_model: judge {name!r} is not method overlap")
+    # the answer models, each fitted on one half only: the calibration half's is the one
+    # measured on the held-out half and written into config; the held-out half's serves the
+    # reverse check alone
+    try:
+        fitted = {
+            half: {n: fit_answer_model_on(rated.answers, split, half) for n in cfg.fit_answer_model}
+            for half in (CALIBRATION, HELD_OUT)
+        }
+    except ValueError as exc:
+        raise RagrigError(f"calibrate: fitting the answer model on {rated.path}: {exc}") from exc
+    scorers = build_scorers(cfg, root, fitted[CALIBRATION])
+    reverse_scorers = {s.name: s for s in build_scorers(cfg, root, fitted[HELD_OUT])}
     results, rows_by_scorer = {}, {}
     for scorer in scorers:
         rows = score_answers(scorer, rated.answers, split, cfg.question)
         rows_by_scorer[scorer.name] = rows
         try:
             results[scorer.name] = evaluate(rows, cfg.no_claims, cfg.ece_bins)
+            if scorer.name in fitted[HELD_OUT]:
+                rev = score_answers(
+                    reverse_scorers[scorer.name], rated.answers, split, cfg.question
+                )
+                results[scorer.name]["reverse"] = evaluate(rev, cfg.no_claims, cfg.ece_bins)[
+                    "reverse"
+                ]
+                results[scorer.name]["reverse"]["answer_model"] = "refitted on the held-out half"
+                results[scorer.name]["answer_model"] = fitted[CALIBRATION][scorer.name].as_config()
         except ValueError as exc:
             raise RagrigError(f"calibrate {scorer.name} on {rated.path}: {exc}") from exc
         results[scorer.name]["kind"] = "baseline" if scorer.name in cfg.baselines else "judge"
@@ -178,13 +229,29 @@ def run(
         for name in cfg.judges:
             path = judge_config_path(root, name)
             value = results[name]["threshold"]
-            write_decision_threshold(
-                path,
-                value,
-                f"chosen by `ragrig calibrate` (max balanced accuracy on the calibration half of "
-                f"{Path(cfg.dataset).name}, by {cfg.split.group}, seed {cfg.split.seed}, "
-                f"no_claims -> {cfg.no_claims})",
+            half = (
+                f"the calibration half of {Path(cfg.dataset).name}, by {cfg.split.group}, "
+                f"seed {cfg.split.seed}"
             )
+            entries = []
+            if name in fitted[CALIBRATION]:
+                model = fitted[CALIBRATION][name].as_config()
+                entries.append(
+                    (
+                        "answer_model",
+                        json.dumps(model),
+                        f"fitted by `ragrig calibrate` (logistic regression on {half})",
+                    )
+                )
+            entries.append(
+                (
+                    THRESHOLD_KEY,
+                    repr(float(value)),
+                    f"chosen by `ragrig calibrate` (max balanced accuracy on {half}, "
+                    f"no_claims -> {cfg.no_claims})",
+                )
+            )
+            write_fitted(path, entries)
             written[name] = {"path": os.path.relpath(path, root), "value": value}
     report["thresholds_written"] = written
     if written:

@@ -37,6 +37,12 @@ class CalibrateConfig(Section):
         description="options of conf/judge/, each built with ragrig.judge.make_judge (verifier: "
         "its model folder, default data/train_verifier, must hold a trained model)",
     )
+    fit_answer_model: list[str] = Field(
+        default_factory=lambda: ["overlap"],
+        description="judges (method overlap, also in `judges`) whose answer model "
+        "(ragrig.judge.extractive) is fitted on the calibration half and written into "
+        "conf/judge/<name>.yaml with the threshold",
+    )
     baselines: list[Literal["naive_overlap"]] = Field(
         default_factory=lambda: ["naive_overlap"],
         description="calibration-only scorers (ragrig.calibrate.baselines)",

@@ -165,6 +165,17 @@ def fit_on(rows: Sequence[tuple[Scored, float]]) -> tuple[float, float]:
     return M.fit_threshold([r.label for r, _ in rows], [s for _, s in rows])
 
 
+def fit_answer_model_on(answers: Sequence[RatedAnswer], split: Split, half: str = CALIBRATION):
+    """The answer model (ragrig.judge.extractive) fitted on the answers of one half only: the
+    other half's answers and labels are never read."""
+    from ragrig.judge.extractive import features, fit_answer_model
+
+    mine = [a for a in answers if split.half(a.task_id) == half]
+    return fit_answer_model(
+        [features(a.answer, a.contexts) for a in mine], [a.faithful for a in mine]
+    )
+
+
 def _summary(rows: Sequence[tuple[Scored, float]], threshold: float, n_bins: int) -> dict:
     return M.summarise([r.label for r, _ in rows], [s for _, s in rows], threshold, n_bins)
 

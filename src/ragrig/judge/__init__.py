@@ -32,6 +32,8 @@ class Verdict:
     unseen_entities: tuple[str, ...] = ()
     # per extracted claim, its support probability in [0, 1] (verifier judge; None: not given)
     claim_scores: tuple[float, ...] | None = None
+    # answer-level P(faithful) of a calibrated answer model (ragrig.judge.extractive; None: none)
+    answer_score: float | None = None
 
     def __post_init__(self) -> None:
         from ragrig.judge.refusal import ANSWER_KINDS, REFUSAL
@@ -60,6 +62,10 @@ class Verdict:
             or not all(0.0 <= s <= 1.0 for s in self.claim_scores)
         ):
             raise InvalidVerdict("claim_scores must give one probability in [0, 1] per claim")
+        if self.answer_score is not None and not (
+            self.extracted and 0.0 <= self.answer_score <= 1.0
+        ):
+            raise InvalidVerdict("answer_score must be a probability in [0, 1] of a scored answer")
 
     @property
     def outcome(self) -> str:
@@ -74,8 +80,11 @@ class Verdict:
 
     @property
     def soft_score(self) -> float | None:
-        """Answer-level continuous score: the mean claim score when the judge gives claim
-        scores, else `score`; None when there are no claims."""
+        """Answer-level continuous score: the calibrated answer model's P(faithful) when the
+        judge has one, else the mean claim score when the judge gives claim scores, else
+        `score`; None when there are no claims."""
+        if self.extracted and self.answer_score is not None:
+            return self.answer_score
         if not self.extracted or self.claim_scores is None:
             return self.score
         return sum(self.claim_scores) / len(self.claim_scores)
@@ -112,6 +121,7 @@ class _Row:
     answer_kind: str = ""
     entity_overlap: float | None = None
     claim_support: float | None = None
+    answer_support: float | None = None
     faithfulness_parts: str = "{}"
     llm_status: str = "disabled"
     llm_faithfulness: float | None = None
@@ -150,6 +160,7 @@ def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str])
         "n_claims": len(verdict.extracted),
         "n_supported": len(verdict.supported),
         "claim_support": verdict.score,
+        "answer_support": verdict.soft_score,
         "claims": json.dumps(claims),
         "error": verdict.reason,
         "answer_kind": verdict.kind,
@@ -190,7 +201,9 @@ def judge_all(
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
-    The claim checker gives `claim_support`; the LLM judge (`llm`, ragrig.judge.llm, optional)
+    The claim checker gives `claim_support` (supported / extracted claims) and `answer_support`
+    (its answer-level score, Verdict.soft_score: a calibrated P(faithful), the mean claim
+    probability, or the supported share), the composite's `claims` part; the LLM judge (`llm`, ragrig.judge.llm, optional)
     its scores with `llm_status`; `faithfulness` is the composite of the available parts
     (ragrig.judge.composite) with the weights used in `faithfulness_parts`, None unless the
     status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
@@ -233,7 +246,7 @@ def judge_all(
         if fields["status"] == "scored":
             value, used = composite(
                 {
-                    "claims": fields.get("claim_support"),
+                    "claims": fields.get("answer_support"),
                     "llm": fields.get("llm_faithfulness"),
                     "entity": fields.get("entity_overlap"),
                 },

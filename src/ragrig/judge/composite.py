@@ -1,6 +1,6 @@
 """The faithfulness composite: a weighted mean of the parts an answer has.
 
-Parts: `claims` (claim_support: supported / extracted claims of the claim checker), `llm` (the
+Parts: `claims` (answer_support: the claim checker's answer-level score, Verdict.soft_score), `llm` (the
 LLM judge's faithfulness, only when its call is ok) and `entity` (share of the answer's names
 and numbers found in the context, None when it has none). A missing part is left out and the
 weights of the others are renormalised to sum to 1: it never counts as 0 and never as NaN.

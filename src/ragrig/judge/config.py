@@ -98,8 +98,30 @@ class JudgeBase(Section):
     )
 
 
+class AnswerModelConfig(Section):
+    """ragrig.judge.extractive.AnswerModel: P(faithful) from the answer's extractive measures;
+    written by `ragrig calibrate` (fitted on MTRAG's calibration half only)."""
+
+    features: list[str]
+    coef: list[float]
+    intercept: float
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnswerModelConfig:
+        from ragrig.judge.extractive import AnswerModel
+
+        AnswerModel.from_config(self)  # unknown features, length mismatch, non-finite: errors
+        return self
+
+
 class JudgeOverlap(JudgeBase):
     method: Literal["overlap"] = "overlap"
+    answer_model: AnswerModelConfig | None = Field(
+        None,
+        description="answer level: a logistic model over the answer's extractive measures "
+        "(ragrig.judge.extractive) whose P(faithful) is the answer's claim-checker score; "
+        "fitted by `ragrig calibrate` (None: the supported share of claims)",
+    )
     support_threshold: float = Field(
         0.6,
         gt=0,

@@ -66,6 +66,7 @@ class OverlapJudge:
         entity_check: bool = True,
         negation_check: bool = True,
         window: int = 1,
+        answer_model: Any | None = None,
     ):
         if window < 1:
             raise ValueError(f"window must be >= 1 sentence, got {window}")
@@ -74,15 +75,20 @@ class OverlapJudge:
         self.entity_check = entity_check
         self.negation_check = negation_check
         self.window = window
+        self.answer_model = answer_model  # ragrig.judge.extractive.AnswerModel
 
     @classmethod
     def from_config(cls, cfg: Any) -> OverlapJudge:
+        from ragrig.judge.extractive import AnswerModel
+
+        model = getattr(cfg, "answer_model", None)
         return cls(
             cfg.support_threshold,
             cfg.min_content_words,
             cfg.entity_check,
             cfg.negation_check,
             cfg.window,
+            AnswerModel.from_config(model) if model is not None else None,
         )
 
     def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], bool]]:
@@ -181,4 +187,7 @@ class OverlapJudge:
             kind=kind,
             entity_overlap=found.overlap,
             unseen_entities=found.unseen_names + found.unseen_numbers,
+            answer_score=(
+                self.answer_model.score(answer, contexts) if self.answer_model is not None else None
+            ),
         )

@@ -29,20 +29,20 @@ def has_composite(j: pd.DataFrame) -> bool:
 
 
 def judge_measures(j: pd.DataFrame) -> list[pd.DataFrame]:
-    """Long-table parts: judge/claim_support of scored answers, judge/llm_* of answers whose
-    LLM call is ok (others have no value: never a 0)."""
+    """Long-table parts: judge/claim_support and judge/answer_support of scored answers,
+    judge/llm_* of answers whose LLM call is ok (others have no value: never a 0)."""
     if not has_composite(j):
         return []
-    scored = j[(j["status"] == "scored") & j["claim_support"].notna()]
-    parts = [
-        pd.DataFrame(
-            {
-                "qid": scored["qid"],
-                "measure": "judge/claim_support",
-                "value": scored["claim_support"].astype(float),
-            }
+    parts = []
+    for col in ("claim_support", "answer_support"):
+        if col not in j.columns:  # judgments written before answer_support existed
+            continue
+        scored = j[(j["status"] == "scored") & j[col].notna()]
+        parts.append(
+            pd.DataFrame(
+                {"qid": scored["qid"], "measure": f"judge/{col}", "value": scored[col].astype(float)}
+            )
         )
-    ]
     ok = j[j["llm_status"] == "ok"]
     for col, name in LLM_MEASURES.items():
         sel = ok[ok[col].notna()]
