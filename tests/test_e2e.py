@@ -116,6 +116,8 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     page = (ws / "reports/index.html").read_text(encoding="utf-8")
     assert f'class="value">{metrics["retrieval"]["ndcg@10"]:.4f}</div>' in page
     assert f'id="gate">{sc["gate"]}</span>' in page and "seed 13 (runtime.seed)" in page
+    artifacts = Path(run["artifact_uri"].removeprefix("file://"))
+    assert (artifacts / "index.html").read_text(encoding="utf-8") == page
     assert run["metrics.scorecard/axes/relevance/value"] == pytest.approx(
         sc["axes"]["relevance"]["value"]
     )
