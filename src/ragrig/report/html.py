@@ -54,7 +54,7 @@ tr.failed td{background:#fdecec}
 .gate.not_measured{background:#6b7280}
 .note{color:#5a6272;font-size:.9em;margin:4px 0}
 pre.err{white-space:pre-wrap;margin:4px 0 0;font-size:.85em;text-align:left}
-figure{margin:8px 0}.scroll{overflow-x:auto}svg{max-width:100%;height:auto}
+figure{margin:8px 0}.scroll{overflow-x:auto}.measured{display:contents}svg{max-width:100%;height:auto}
 """
 
 
@@ -127,6 +127,16 @@ def _table(header: list[str], rows: list[list[str]], left: int = 1, row_class=No
 
 def _note(text: str) -> str:
     return f'<p class="note">{_e(text)}</p>'
+
+
+MEASURED_START = '<div class="measured">'
+MEASURED_END = "</div><!--/measured-->"
+
+
+def _measured(fragment: str) -> str:
+    """Marks what holds measured times or the cost priced from them (different on every run),
+    so that a comparison of two runs' pages can leave exactly that out."""
+    return f"{MEASURED_START}{fragment}{MEASURED_END}"
 
 
 # --- plots -------------------------------------------------------------------------------------
@@ -263,11 +273,12 @@ def _cards(metrics: Mapping[str, Any], per_query: Any, seed: int) -> str:
         slug = (
             label.lower().replace(" ", "_").replace("@", "_at_").replace("(", "").replace(")", "")
         )
-        out.append(
+        card = (
             f'<div class="card" id="m-{_e(slug)}"><div class="label">{_e(label)}</div>'
             f'<div class="value">{FORMATS[kind](value)}</div>'
             f'<div class="ci">{"95% CI " + fmt_interval(ci, kind) if ci else "&nbsp;"}</div></div>'
         )
+        out.append(_measured(card) if kind == "usd" else card)
     out.append("</div>")
     return "".join(out)
 
@@ -462,18 +473,23 @@ def run_page_html(
     body.append("<h2>Latency per stage</h2>")
     if lat:
         stages = sorted(lat, key=stage_key)
-        body.append(latency_plot(lat))
         body.append(
-            _table(
-                ["stage (ms)", "p50", "p95", "p99"],
-                [[_e(s), *(fmt_ms(lat[s].get(q)) for q in ("p50", "p95", "p99"))] for s in stages],
+            _measured(
+                latency_plot(lat)
+                + _table(
+                    ["stage (ms)", "p50", "p95", "p99"],
+                    [
+                        [_e(s), *(fmt_ms(lat[s].get(q)) for q in ("p50", "p95", "p99"))]
+                        for s in stages
+                    ],
+                )
             )
         )
     else:
         body.append(_note("no latency measured"))
     body.append("<h2>Quality vs cost per query</h2>")
     ndcg = headline_measure(f"retrieval/{m}" for m in metrics.get("retrieval", {}))
-    body.append(_quality_cost_run(per_query, ndcg))
+    body.append(_measured(_quality_cost_run(per_query, ndcg)))
     cost = metrics.get("cost_usd_per_query") or {}
     if cost.get("includes"):
         body.append(
