@@ -553,12 +553,11 @@ SWEEP_METRICS: list[tuple[str, tuple[str, ...], str, str]] = [
         "usd",
     ),
 ]
+# The HNSW plot: its parameters (a point may name the last part only, e.g. `ef_search`); the
+# recall is the dense index's recall@10 against exact search when the points have it (what the
+# HNSW settings change; relevance-judged recall@10 mixes in the dataset and the fusion), else the
+# judged recall@10; the latency is the retrieve stage's p95 per query, else ANN search ms/query.
 HNSW_PARAMS = ("index.dense.m", "index.dense.ef_construction", "retrieve.ef_search")
-HNSW_SHORT = {
-    "index.dense.m": "M",
-    "index.dense.ef_construction": "efC",
-    "retrieve.ef_search": "efS",
-}
 RECALL = ("ann/recall_at_10", "retrieval/recall_at_10", "recall@10", "recall_at_10")
 LATENCY = ("latency_ms/retrieve/p95", "p95_retrieve_ms", "latency_p95_ms/retrieve", "ann/approx_ms")
 CHUNK_SIZE = ("chunk.max_tokens",)
