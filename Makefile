@@ -1,6 +1,6 @@
 # ragrig: two commands on a fresh clone.
 #   make repro   set up, fetch/verify data, run the default experiment, print the summary
-#   make test    set up, run the test suite
+#   make test    set up, install headless chromium if missing (make browser), run the test suite
 # Every documented command has a make form, so nothing needs the venv activated (dvc, mlflow
 # live in .venv/bin): make smoke | exp ARGS="-S k=v" | sweep ARGS="k=a,b" | queue ARGS="k=a,b" JOBS=2
 SHELL := /bin/bash
@@ -16,7 +16,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate browser
 
 setup: $(STAMP)
 
@@ -41,8 +41,20 @@ repro: $(STAMP) .dvc/config
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# Headless Chromium for the HTML scorecard test (tests/test_html_chromium.py): Debian's package,
+# installed with apt-get (as root) when missing; nothing to do when $(CHROMIUM) exists.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make browser: $(CHROMIUM) is missing and cannot be installed here (needs root and apt-get): install Debian's chromium package" >&2; exit 1; fi; \
+	echo "make browser: installing Debian's chromium package (apt-get)"; \
+	(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/tmp/ragrig-chromium-install.log 2>&1 \
+	  || { tail -20 /tmp/ragrig-chromium-install.log >&2; echo "make browser: apt-get could not install chromium (log: /tmp/ragrig-chromium-install.log)" >&2; exit 1; }; \
+	[ -x $(CHROMIUM) ] || { echo "make browser: apt-get ran but $(CHROMIUM) is still missing" >&2; exit 1; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

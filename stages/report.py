@@ -11,13 +11,16 @@ from ragrig import stage
 def main() -> None:
     p = stage.parser(__doc__)
     p.add_argument("--metrics", type=Path, required=True)
+    p.add_argument("--html", type=Path, default=None, help="the run's HTML scorecard")
     args = p.parse_args()
+    seed = stage.read_runtime(args.params, "seed")  # the bootstrap intervals of the HTML page
     import numpy as np
     import pandas as pd
 
     from ragrig.config import load_params, load_section
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
+    from ragrig.report.html import write_run_page
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
@@ -63,6 +66,10 @@ def main() -> None:
         (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
         write_plots(report, out / "plots")
     write_json(args.metrics, report.metrics)
+    if args.html is not None:
+        write_run_page(
+            report.metrics, args.html, per_query=report.per_query, params=params, seed=seed
+        )
     print(summary)
     if cfg.mlflow.enabled:
         uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
@@ -78,6 +85,7 @@ def main() -> None:
                 args.out / "scorecard.csv",
                 args.out / "summary.txt",
                 *sorted((args.out / "plots").glob("*.png")),
+                *([args.html] if args.html is not None else []),
             ],
             Path.cwd(),
         )

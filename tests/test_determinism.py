@@ -37,6 +37,8 @@ LATENCY_FILES = {
     # cost/ measures: measured CPU seconds and query-stage latency priced per core-hour
     "reports/run/per_query.parquet",
     "reports/run/slices.csv",
+    # the HTML scorecard: its latency table and plot, the cost card and the quality-cost plot
+    "reports/index.html",
 }
 # Measured CPU seconds (process time), different on every run like latencies.
 MEASURED_COLUMNS = {"cpu_s", "judge_cpu_s"}
@@ -106,6 +108,14 @@ def _summary_without_latency(text: str) -> str:
     return "\n".join(lines)
 
 
+def _html_without_measured(text: str) -> str:
+    """The page without the blocks it marks as measured (ragrig.report.html._measured)."""
+    from ragrig.report.html import MEASURED_END, MEASURED_START
+
+    assert MEASURED_START in text, "the page marks no measured block"
+    return re.sub(re.escape(MEASURED_START) + ".*?" + re.escape(MEASURED_END), "", text, flags=re.S)
+
+
 def _assert_same_apart_from_latency(rel: str, a: Path, b: Path) -> None:
     if rel.endswith(".png"):
         return  # a plot of the latencies
@@ -123,6 +133,9 @@ def _assert_same_apart_from_latency(rel: str, a: Path, b: Path) -> None:
         pd.testing.assert_frame_equal(fa, fb, check_exact=True, obj=rel)
     elif rel.endswith(".json"):
         assert _without_ms(json.loads(a.read_text())) == _without_ms(json.loads(b.read_text())), rel
+    elif rel.endswith(".html"):
+        ta, tb = (_html_without_measured(p.read_text(encoding="utf-8")) for p in (a, b))
+        assert ta == tb, rel
     elif rel.endswith("summary.txt"):
         assert _summary_without_latency(a.read_text()) == _summary_without_latency(b.read_text()), (
             rel

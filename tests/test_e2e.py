@@ -112,6 +112,12 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     }
     assert sc["relevance"]["answers_with_part"]["semantic"] == 9
     assert (ws / "reports/run/scorecard.csv").exists()
+    # the HTML scorecard shows the same numbers, with intervals seeded from runtime.seed
+    page = (ws / "reports/index.html").read_text(encoding="utf-8")
+    assert f'class="value">{metrics["retrieval"]["ndcg@10"]:.4f}</div>' in page
+    assert f'id="gate">{sc["gate"]}</span>' in page and "seed 13 (runtime.seed)" in page
+    artifacts = Path(run["artifact_uri"].removeprefix("file://"))
+    assert (artifacts / "index.html").read_text(encoding="utf-8") == page
     assert run["metrics.scorecard/axes/relevance/value"] == pytest.approx(
         sc["axes"]["relevance"]["value"]
     )

@@ -1,4 +1,4 @@
-"""The `ragrig` command: params, data, summary, gate, MLflow UI, DVC setup."""
+"""The `ragrig` command: params, data, summary, gate, sweep page, MLflow UI, DVC setup."""
 
 from __future__ import annotations
 
@@ -142,6 +142,27 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep_page(args: argparse.Namespace) -> int:
+    """Render a sweep's rows.json (one row per point) as one self-contained HTML page."""
+    import json
+
+    from ragrig.errors import DataValidationError
+    from ragrig.report.html import validate_rows, write_sweep_page
+
+    path = Path(args.rows)
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataValidationError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise DataValidationError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+    rows = validate_rows(rows, str(path))
+    out = write_sweep_page(rows, Path(args.out) if args.out else path.with_name("index.html"))
+    failed = sum(r["status"] == "failed" for r in rows)
+    print(f"wrote {out} ({len(rows)} points, {failed} failed)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -180,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--out-dir", default=None, help="report folder (overrides)")
     pc.add_argument("--no-write", action="store_true", help="do not write thresholds to conf/")
     pc.set_defaults(func=cmd_calibrate)
+    pw = sub.add_parser(
+        "sweep-page", help="render a sweep's rows.json as one HTML page comparing every point"
+    )
+    pw.add_argument("rows", help="rows.json written by the sweep")
+    pw.add_argument("--out", default=None, help="the page (default: index.html beside rows.json)")
+    pw.set_defaults(func=cmd_sweep_page)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
     return p

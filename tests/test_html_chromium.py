@@ -1,0 +1,122 @@
+"""The HTML scorecards rendered by a real browser (Debian's `chromium`, headless): the
+screenshot is not blank and the rendered DOM shows the headline numbers.
+
+Chromium is installed by `make browser` (a dependency of `make test`). Without it the test
+skips with the reason, except under CI=true, where it fails: CI must render the page.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ragrig.report.html import write_run_page, write_sweep_page
+
+from .html_pages import EXPECTED_CARDS, SEED, known_metrics, per_query_table, sweep_rows
+
+CANDIDATES = ("/usr/bin/chromium", "chromium")
+
+
+def find_chromium(
+    env: dict[str, str] | None = None, candidates: tuple[str, ...] = CANDIDATES
+) -> str:
+    """The chromium binary; pytest.fail under CI=true when there is none, else pytest.skip."""
+    env = os.environ if env is None else env
+    for name in candidates:
+        if os.path.isabs(name):
+            path = name if os.access(name, os.X_OK) else None
+        else:
+            path = shutil.which(name)
+        if path:
+            return path
+    reason = "chromium not found (Debian package `chromium`; `make browser` installs it)"
+    if env.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _chromium(binary: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp / "profile"
+    cmd = [
+        binary,
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def render(binary: str, page: Path, tmp: Path) -> tuple[str, Path]:
+    """(dumped DOM, screenshot path) of a local page."""
+    url = page.resolve().as_uri()
+    dom = _chromium(binary, tmp, "--dump-dom", url).stdout
+    shot = tmp / f"{page.stem}.png"
+    _chromium(binary, tmp, f"--screenshot={shot}", "--window-size=1200,1600", url)
+    assert shot.exists(), f"chromium wrote no screenshot {shot}"
+    return dom, shot
+
+
+def assert_not_blank(shot: Path) -> None:
+    from PIL import Image, ImageStat
+
+    img = Image.open(shot).convert("L")
+    assert img.size == (1200, 1600)
+    variance = ImageStat.Stat(img).var[0]
+    inked = sum(img.histogram()[:200]) / (img.size[0] * img.size[1])  # clearly darker than white
+    assert variance > 200, f"{shot}: pixel variance {variance:.1f}: a blank page"
+    assert inked > 0.02, f"{shot}: {inked:.1%} of the pixels inked: a blank page"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    return find_chromium()
+
+
+def test_run_page_renders_with_its_headline_numbers(chromium, tmp_path):
+    page = write_run_page(
+        known_metrics(), tmp_path / "index.html", per_query=per_query_table(), seed=SEED
+    )
+    dom, shot = render(chromium, page, tmp_path)
+    assert_not_blank(shot)
+    for slug, text in EXPECTED_CARDS.items():
+        m = re.search(rf'id="m-{slug}".*?class="value">([^<]*)<', dom, re.S)
+        assert m and m.group(1) == text, (slug, m and m.group(1))
+    assert re.search(r'id="gate">fail_hard<', dom)
+    assert dom.count("<svg") == 2  # latency per stage, quality vs cost
+
+
+def test_sweep_page_renders_every_point(chromium, tmp_path):
+    rows = sweep_rows()
+    page = write_sweep_page(rows, tmp_path / "sweep.html")
+    dom, shot = render(chromium, page, tmp_path)
+    assert_not_blank(shot)
+    assert "12 points: 11 ok, 1 failed" in dom
+    assert 'title="best nDCG@10">0.7214 ★</td>' in dom
+    for r in rows:
+        if r["status"] == "ok":
+            value = f"{r['metrics']['retrieval/ndcg_at_10']:.4f}"
+            assert re.search(rf">{re.escape(value)}( ★)?</td>", dom), value
+    assert dom.count("<svg") == 3  # HNSW Pareto, quality vs cost, nDCG@10 vs chunk size
+
+
+def test_missing_chromium_fails_under_ci_and_skips_otherwise():
+    from _pytest.outcomes import Failed, Skipped
+
+    absent = ("/nonexistent/chromium", "ragrig-no-such-chromium")
+    with pytest.raises(Failed, match="CI=true: chromium not found"):
+        find_chromium({"CI": "true"}, candidates=absent)
+    with pytest.raises(Skipped, match="chromium not found"):
+        find_chromium({"CI": "false"}, candidates=absent)
+    with pytest.raises(Skipped):
+        find_chromium({}, candidates=absent)
