@@ -142,6 +142,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics_diff(args: argparse.Namespace) -> int:
+    from ragrig.report.views import metrics_diff
+
+    text, code = metrics_diff(_root(), args.a_rev, args.b_rev)
+    print(text, file=sys.stderr if code else sys.stdout)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -180,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--out-dir", default=None, help="report folder (overrides)")
     pc.add_argument("--no-write", action="store_true", help="do not write thresholds to conf/")
     pc.set_defaults(func=cmd_calibrate)
+    pm = sub.add_parser(
+        "metrics-diff",
+        help="the headline metrics of a revision (default HEAD) against the workspace "
+        "(or a second revision), saying when a side has none",
+    )
+    pm.add_argument("a_rev", nargs="?", default="HEAD")
+    pm.add_argument("b_rev", nargs="?", default=None)
+    pm.set_defaults(func=cmd_metrics_diff)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
     return p
