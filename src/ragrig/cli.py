@@ -150,6 +150,13 @@ def cmd_metrics_diff(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_exp_show(args: argparse.Namespace) -> int:
+    from ragrig.report.views import exp_show_args
+
+    cmd = ["dvc", "exp", "show", *exp_show_args(), *args.dvc_args]
+    return subprocess.run(cmd, cwd=_root()).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -196,13 +203,25 @@ def build_parser() -> argparse.ArgumentParser:
     pm.add_argument("a_rev", nargs="?", default="HEAD")
     pm.add_argument("b_rev", nargs="?", default=None)
     pm.set_defaults(func=cmd_metrics_diff)
+    pe = sub.add_parser(
+        "exp-show",
+        help="`dvc exp show` with the swept params and the headline metrics only "
+        "(more dvc exp show options may follow, e.g. --csv, -A)",
+    )
+    pe.add_argument("dvc_args", nargs="*", help="more `dvc exp show` options")
+    pe.set_defaults(func=cmd_exp_show)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "exp-show":  # the rest goes to `dvc exp show` as it is (--csv, -A ...)
+        args.dvc_args = [*args.dvc_args, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except RagrigError as exc:

@@ -11,6 +11,7 @@ Everything here is deterministic for the same inputs (measured latencies aside).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +183,44 @@ def metrics_diff(root: Path, a_rev: str = "HEAD", b_rev: str | None = None) -> t
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
     return "\n".join(lines), 0
+
+
+# `dvc exp show` columns: the headline metrics (always), the params that differ between the
+# experiments shown, nothing else. Column names are matched with re.match; a name two files
+# share is prefixed with its file (`reports/run/headline.json:cost_usd_per_query`).
+PARAM_SECTIONS = (
+    "dataset",
+    "parse",
+    "chunk",
+    "embed",
+    "index",
+    "retrieve",
+    "rerank",
+    "generate",
+    "train_verifier",
+    "judge",
+    "report",
+    "runtime",
+)
+# metrics.json entries whose names start like a params section (its `judge` and `rerank` parts)
+FULL_METRICS_LIKE_PARAMS = (
+    r"rerank\.delta_",
+    r"judge\.(claim_support|completion_tokens|cpu_s|faithfulness|llm_cached|llm_model"
+    r"|llm_status|n_scored|no_claims|prompt_tokens|renormalised|weights_used)",
+)
+
+
+def exp_show_args() -> list[str]:
+    """The arguments after `dvc exp show` that keep the swept params and the headline only."""
+    keys = "|".join(re.escape(k) for k in headline({}))
+    keep = rf"^((reports/run/headline\.json:)?({keys}))$"
+    not_params = rf"^(?!Experiment$|Created$|(params\.yaml:)?({'|'.join(PARAM_SECTIONS)})\.)"
+    also = rf"^({'|'.join(FULL_METRICS_LIKE_PARAMS)})"
+    return ["--only-changed", "--keep", keep, "--drop", not_params, "--drop", also]
+
+
+def exp_show_command() -> str:
+    """The documented command line (README), shell-quoted."""
+    import shlex
+
+    return shlex.join(["dvc", "exp", "show", *exp_show_args()])
