@@ -149,7 +149,7 @@ def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
         1.0,
         metrics["scorecard"]["gate"],
     )
-    assert head["p95_ms_total"] == rounded(metrics["latency_ms"]["total"]["p95"])
+    assert head["total_p95_ms"] == rounded(metrics["latency_ms"]["total"]["p95"])
     shown = json.loads(sh(["dvc", "metrics", "show", "--json"], ws).stdout)[""]["data"]
     assert shown["reports/run/headline.json"]["data"] == head  # declared under metrics:
     assert "reports/metrics.json" in shown  # beside the full one
@@ -171,7 +171,7 @@ def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
         "judge",
         "total",
     ]
-    assert float(lat[-1]["p95"]) == head["p95_ms_total"]
+    assert float(lat[-1]["p95_ms"]) == head["total_p95_ms"]
     curve = plots["retrieval at k (final ranking)"][0]["content"]["data"]["values"]
     assert {row["field"] for row in curve} == {"recall_final", "ndcg_final"}
     at100 = [r for r in curve if r["k"] == "100" and r["field"] == "recall_final"]

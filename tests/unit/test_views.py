@@ -65,9 +65,9 @@ def test_headline_has_exactly_its_keys_in_order_rounded():
         ("correctness", 0.4),
         ("weighted", 0.4334),
         ("gate", "fail_hard"),
-        ("p95_ms_retrieve", 2.346),
-        ("p95_ms_generate", 5123.0),
-        ("p95_ms_total", 5142.0),
+        ("retrieve_p95_ms", 2.346),
+        ("generate_p95_ms", 5123.0),
+        ("total_p95_ms", 5142.0),
         ("cost_usd_per_query", 5.55e-06),
         ("n_queries", 300),
     ]
@@ -122,6 +122,7 @@ def test_latency_table_rows_in_pipeline_order_total_last():
         "judge",
         "total",
     ]
+    assert table.columns.tolist() == ["stage", "p50_ms", "p95_ms", "p99_ms"]
     assert table.loc[1].tolist() == ["retrieve", 1.235, 2.346, 3.0]
 
 

@@ -1,7 +1,7 @@
 """The files DVC's own views read: the headline metrics and the plot data series.
 
 `dvc metrics show` / `dvc exp show` read `headline.json` (a short flat dict, stable key order,
-rounded), `dvc plots show/diff` the tabular series `latency.csv` (p50/p95/p99 per stage) and
+rounded), `dvc plots show/diff` the tabular series `latency.csv` (p50_ms/p95_ms/p99_ms per stage) and
 `recall_at_k.csv` (recall and nDCG of the final ranking, `recall_final` / `ndcg_final`, and of
 each retrieval lane, `recall_<lane>` / `ndcg_<lane>`, at k = 1 ... 100; dvc.yaml plots the final
 ranking's, the columns present whatever lanes the configuration runs).
@@ -73,20 +73,21 @@ def headline(metrics: dict[str, Any]) -> dict[str, Any]:
         "gate": _get(metrics, "scorecard", "gate"),
     }
     for stage in ("retrieve", "generate", TOTAL):
-        out[f"p95_ms_{stage}"] = _get(metrics, "latency_ms", stage, "p95")
+        out[f"{stage}_p95_ms"] = _get(metrics, "latency_ms", stage, "p95")
     out["cost_usd_per_query"] = _get(metrics, "cost_usd_per_query", "mean")
     out["n_queries"] = _get(metrics, "counts", "queries")
     return {k: rounded(v) for k, v in out.items()}
 
 
 def latency_table(metrics: dict[str, Any]) -> pd.DataFrame:
-    """One row per stage in pipeline order (`total` last): p50, p95, p99 in ms."""
+    """One row per stage in pipeline order (`total` last): p50_ms, p95_ms, p99_ms."""
     lat = metrics.get("latency_ms", {})
+    qs = ("p50", "p95", "p99")
     rows = [
-        {"stage": s, **{q: rounded(lat[s].get(q)) for q in ("p50", "p95", "p99")}}
+        {"stage": s, **{f"{q}_ms": rounded(lat[s].get(q)) for q in qs}}
         for s in sorted(lat, key=lambda s: (s == TOTAL, stage_key(s)))
     ]
-    return pd.DataFrame(rows, columns=["stage", "p50", "p95", "p99"])
+    return pd.DataFrame(rows, columns=["stage", *(f"{q}_ms" for q in qs)])
 
 
 def recall_curve(
