@@ -1,12 +1,11 @@
 """The files DVC's own views read: the headline metrics and the plot data series.
 
 `dvc metrics show` / `dvc exp show` read `headline.json` (a short flat dict, stable key order,
-rounded), `dvc plots show/diff` the tabular series `latency.csv` (p50_ms/p95_ms/p99_ms per stage) and
-`recall_at_k.csv` (recall and nDCG of the final ranking, `recall_final` / `ndcg_final`, and of
-each retrieval lane, `recall_<lane>` / `ndcg_<lane>`, at k = 1 ... 100; dvc.yaml plots the final
-ranking's, the columns present whatever lanes the configuration runs).
-Everything here is deterministic for the same inputs (measured latencies aside).
-"""
+rounded); `dvc plots show/diff` read the tabular series `latency.csv` (p50_ms, p95_ms, p99_ms
+per stage) and `recall_at_k.csv` (recall and nDCG at k = 1 ... 100 of the final ranking,
+`recall_final` / `ndcg_final`, and of each retrieval lane, `recall_<lane>` / `ndcg_<lane>`;
+dvc.yaml plots the final ranking's, whose columns exist whatever lanes a configuration runs).
+Everything here is deterministic for the same inputs, measured latencies aside."""
 
 from __future__ import annotations
 
