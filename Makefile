@@ -16,7 +16,8 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 
-.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate browser
+.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate \
+	exp-show metrics-diff browser
 
 setup: $(STAMP)
 
@@ -100,6 +101,15 @@ calibrate: $(STAMP)
 # 1 a hard floor failed, 2 metrics missing or a hard axis not measured (for CI, after repro).
 gate: $(STAMP)
 	$(BIN)/python -m ragrig.cli gate
+
+# DVC's views (README "Comparing runs with DVC"): experiments with the swept params and the
+# headline metrics only; the headline of REV (default HEAD) against the workspace.
+exp-show: $(STAMP)
+	$(BIN)/python -m ragrig.cli exp-show --no-pager $(ARGS)
+
+REV ?= HEAD
+metrics-diff: $(STAMP)
+	$(BIN)/python -m ragrig.cli metrics-diff $(REV)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -20,16 +20,19 @@ def main() -> None:
     from ragrig.embed import encode_queries_timed, make_embedder
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.models import model_fingerprint
+    from ragrig.progress import bar
 
     parse_dir, chunk_dir = args.inputs
     cfg = load_section("embed", args.params)
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     queries = read_table(parse_dir / "queries.parquet", "queries")
     passages = make_embedder(cfg, role="passage")
-    chunk_vecs = passages.encode(chunks["text"].tolist(), progress=True)
-    query_vecs, lat = encode_queries_timed(
-        passages.with_prefix(cfg.query_prefix), queries["text"].tolist()
-    )
+    # one bar over the whole stage: every chunk, then every query (encoded one at a time)
+    with bar("embed", len(chunks) + len(queries), "texts") as b:
+        chunk_vecs = passages.encode(chunks["text"].tolist(), done=b.update)
+        query_vecs, lat = encode_queries_timed(
+            passages.with_prefix(cfg.query_prefix), queries["text"].tolist(), done=b.update
+        )
     with atomic_dir(args.out) as out:
         np.save(out / "chunks.npy", chunk_vecs)
         np.save(out / "queries.npy", query_vecs)

@@ -19,6 +19,7 @@ def main() -> None:
 
     from ragrig.index import DENSE_INDEXES, SPARSE_INDEXES
     from ragrig.io import atomic_dir, read_table, write_json
+    from ragrig.progress import bar
     from ragrig.registry import resolve
 
     chunk_dir, embed_dir = args.inputs
@@ -28,14 +29,21 @@ def main() -> None:
     if ids["id"].tolist() != chunks["chunk_id"].tolist():
         raise RuntimeError("embedding rows do not match the chunk table; rerun embed")
     vectors = np.load(embed_dir / "chunks.npy")
-    t0 = time.perf_counter()
-    dense = resolve(DENSE_INDEXES, cfg.dense.method, "dense index")(vectors, cfg.dense)
-    t_dense = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sparse = resolve(SPARSE_INDEXES, cfg.sparse.method, "sparse index").build(
-        chunks["text"].tolist(), cfg.sparse
-    )
-    t_sparse = time.perf_counter() - t0
+    # one bar over both indexes: each counts its chunks (FAISS adds every vector in one call,
+    # which keeps the HNSW graph as it is; the bar moves when each index is built)
+    with bar("index", 2 * len(vectors), "chunks") as b:
+        b.note(f"dense {cfg.dense.method}")
+        t0 = time.perf_counter()
+        dense = resolve(DENSE_INDEXES, cfg.dense.method, "dense index")(vectors, cfg.dense)
+        t_dense = time.perf_counter() - t0
+        b.update(len(vectors))
+        b.note(cfg.sparse.method)
+        t0 = time.perf_counter()
+        sparse = resolve(SPARSE_INDEXES, cfg.sparse.method, "sparse index").build(
+            chunks["text"].tolist(), cfg.sparse
+        )
+        t_sparse = time.perf_counter() - t0
+        b.update(len(vectors))
     with atomic_dir(args.out) as out:
         faiss.write_index(dense, str(out / "dense.faiss"))
         sparse.save(out / "sparse")

@@ -25,6 +25,7 @@ def main() -> None:
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
     from ragrig.report.tracking import log_run, tracking_uri
+    from ragrig.report.views import run_tables, write_views
 
     parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
     cfg = load_section("report", args.params)
@@ -65,6 +66,8 @@ def main() -> None:
         report.scorecard.to_csv(out / "scorecard.csv", index=False, float_format="%.6f")
         (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
         write_plots(report, out / "plots")
+        # headline.json, latency.csv, recall_at_k.csv: what dvc metrics/plots/exp show read
+        write_views(report.metrics, run_tables(inputs.reranked, inputs.lanes), inputs.qrels, out)
     write_json(args.metrics, report.metrics)
     if args.html is not None:
         write_run_page(

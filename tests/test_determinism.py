@@ -34,6 +34,8 @@ LATENCY_FILES = {
     "reports/metrics.json",  # latency_ms quantiles, ann approx_ms / exact_ms
     "reports/run/summary.txt",  # the latency table and the ANN ms/query figures
     "reports/run/plots/latency.png",
+    "reports/run/latency.csv",  # p50_ms, p95_ms, p99_ms per stage (DVC plot data)
+    "reports/run/headline.json",  # *_p95_ms, cost_usd_per_query
     # cost/ measures: measured CPU seconds and query-stage latency priced per core-hour
     "reports/run/per_query.parquet",
     "reports/run/slices.csv",

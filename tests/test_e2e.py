@@ -96,7 +96,14 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     assert set(metrics["lanes"]) == {"dense", "bm25"}
     labels = {k: v["n_queries"] for k, v in metrics["slices"]["claim_label"].items()}
     assert labels == {"SUPPORT": 4, "CONTRADICT": 2, "NOT_ENOUGH_INFO": 3}
-    assert set(metrics["latency_ms"]) == {"embed_query", "retrieve", "rerank", "generate", "judge"}
+    assert set(metrics["latency_ms"]) == {
+        "embed_query",
+        "retrieve",
+        "rerank",
+        "generate",
+        "judge",
+        "total",  # end to end per answered query
+    }
     runs = _mlflow_runs(ws)
     assert len(runs) == 1
     run = runs.iloc[0]
@@ -134,6 +141,92 @@ def test_second_repro_runs_no_stage(ws):
     proc = sh(["dvc", "repro"], ws)
     assert _ran(ws, before) == []
     assert "Running stage" not in proc.stdout
+
+
+def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
+    from ragrig.report.views import headline, rounded
+
+    metrics = json.loads((ws / "reports/metrics.json").read_text())
+    text = (ws / "reports/run/headline.json").read_text()
+    head = json.loads(text)
+    assert list(head.items()) == list(headline(metrics).items())  # same keys, same order
+    assert (head["n_queries"], head["recall@100"], head["gate"]) == (
+        9,
+        1.0,
+        metrics["scorecard"]["gate"],
+    )
+    assert head["total_p95_ms"] == rounded(metrics["latency_ms"]["total"]["p95"])
+    shown = json.loads(sh(["dvc", "metrics", "show", "--json"], ws).stdout)[""]["data"]
+    assert shown["reports/run/headline.json"]["data"] == head  # declared under metrics:
+    assert "reports/metrics.json" in shown  # beside the full one
+
+    out = tmp_path / "dvc_plots"
+    plots = json.loads(sh(["dvc", "plots", "show", "--json", "-o", str(out)], ws).stdout)["data"]
+    assert list(plots) == [
+        "p95 latency per stage (ms)",
+        "retrieval at k (final ranking)",
+        "reports/run/plots/latency.png",
+        "reports/run/plots/slices_ndcg.png",
+    ]
+    lat = plots["p95 latency per stage (ms)"][0]["content"]["data"]["values"]
+    assert [row["stage"] for row in lat] == [
+        "embed_query",
+        "retrieve",
+        "rerank",
+        "generate",
+        "judge",
+        "total",
+    ]
+    assert float(lat[-1]["p95_ms"]) == head["total_p95_ms"]
+    curve = plots["retrieval at k (final ranking)"][0]["content"]["data"]["values"]
+    assert {row["field"] for row in curve} == {"recall_final", "ndcg_final"}
+    at100 = [r for r in curve if r["k"] == "100" and r["field"] == "recall_final"]
+    assert float(at100[0]["recall_final"]) == 1.0  # every gold document of the fixture found
+    assert all(p[0]["type"] == "image" for k, p in plots.items() if k.endswith(".png"))
+
+    # HEAD: dvc.lock and reports/ are not committed, so it has no metrics to compare with
+    own = json.loads(sh(["dvc", "metrics", "diff", "HEAD", "--json"], ws).stdout)
+    assert own["reports/run/headline.json"]["ndcg@10"] == {"old": None, "new": head["ndcg@10"]}
+    said = sh([_python(ws), "-m", "ragrig.cli", "metrics-diff"], ws).stdout.splitlines()
+    assert said[0].startswith("HEAD has no recorded metrics (its dvc.lock is not committed")
+    assert said[1].split() == ["metric", "HEAD", "workspace", "change"]
+    assert said[2].split() == ["ndcg@10", "-", str(head["ndcg@10"]), "-"]
+    assert len(said) == 2 + len(head)
+
+    # a fresh clone, nothing run yet: DVC prints no table; ragrig says what to do, one line
+    clone = tmp_path / "clone"
+    sh(["git", "clone", "-q", str(ws), str(clone)], tmp_path)
+    proc = sh(["dvc", "metrics", "diff", "HEAD"], clone)
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    proc = sh([_python(ws), "-m", "ragrig.cli", "metrics-diff"], clone, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "ragrig metrics-diff: the workspace has no reports/run/headline.json yet: run "
+        "`dvc repro` (or `make smoke` on the fixture) first"
+    )
+
+
+def test_exp_show_selection_lists_swept_params_and_headline_only(ws):
+    from ragrig.report.views import headline
+
+    sh(["dvc", "exp", "run", *(f"-S{o}" for o in (*BASE, "retrieve.ef_search=48"))], ws)
+    try:
+        proc = sh([_python(ws), "-m", "ragrig.cli", "exp-show", "--no-pager", "--csv"], ws)
+        rows = proc.stdout.strip().splitlines()
+        header = rows[0].split(",")
+        keys = [
+            k if k != "cost_usd_per_query" else "reports/run/headline.json:" + k
+            for k in headline({})
+        ]
+        assert header in (
+            ["Experiment", "Created", *keys, "retrieve.ef_search"],
+            ["Experiment", "Created", *headline({}), "retrieve.ef_search"],
+        )
+        ef = [r.split(",")[-1] for r in rows[1:]]
+        assert ef[:2] == ["48", "128"] and "48" in ef[2:]  # workspace, baseline, experiment
+    finally:
+        _params(ws)  # back to the default: restored from the run-cache
+        sh(["dvc", "repro"], ws)
 
 
 def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):

@@ -163,6 +163,21 @@ def cmd_sweep_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics_diff(args: argparse.Namespace) -> int:
+    from ragrig.report.views import metrics_diff
+
+    text, code = metrics_diff(_root(), args.a_rev, args.b_rev)
+    print(text, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def cmd_exp_show(args: argparse.Namespace) -> int:
+    from ragrig.report.views import exp_show_args
+
+    cmd = ["dvc", "exp", "show", *exp_show_args(), *args.dvc_args]
+    return subprocess.run(cmd, cwd=_root()).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragrig", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -207,13 +222,33 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("rows", help="rows.json written by the sweep")
     pw.add_argument("--out", default=None, help="the page (default: index.html beside rows.json)")
     pw.set_defaults(func=cmd_sweep_page)
+    pm = sub.add_parser(
+        "metrics-diff",
+        help="the headline metrics of a revision (default HEAD) against the workspace "
+        "(or a second revision), saying when a side has none",
+    )
+    pm.add_argument("a_rev", nargs="?", default="HEAD")
+    pm.add_argument("b_rev", nargs="?", default=None)
+    pm.set_defaults(func=cmd_metrics_diff)
+    pe = sub.add_parser(
+        "exp-show",
+        help="`dvc exp show` with the swept params and the headline metrics only "
+        "(more dvc exp show options may follow, e.g. --csv, -A)",
+    )
+    pe.add_argument("dvc_args", nargs="*", help="more `dvc exp show` options")
+    pe.set_defaults(func=cmd_exp_show)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "exp-show":  # the rest goes to `dvc exp show` as it is (--csv, -A ...)
+        args.dvc_args = [*args.dvc_args, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except RagrigError as exc:

@@ -29,15 +29,11 @@ def chunk_documents(
     documents: pd.DataFrame, chunker: Chunker, progress: bool = True
 ) -> pd.DataFrame:
     """One row per chunk: chunk_id `<doc_id>#<n>`, doc_id, text and [start, end) in `content`."""
-    from tqdm import tqdm
+    from ragrig.progress import track
 
     rows = []
-    for doc_id, content in tqdm(
-        zip(documents["doc_id"], documents["content"], strict=True),
-        total=len(documents),
-        desc="chunk",
-        disable=not progress,
-    ):
+    docs = zip(documents["doc_id"], documents["content"], strict=True)
+    for doc_id, content in track(docs, "chunk", "documents", len(documents)) if progress else docs:
         for n, (start, end) in enumerate(chunker.spans(content)):
             rows.append(
                 {

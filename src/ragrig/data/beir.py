@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -127,12 +127,21 @@ def _field(record: dict[str, Any], name: str, path: Path, lineno: int) -> str:
     return str(value)
 
 
+def count_records(path: Path) -> int:
+    """Non-blank lines of a JSONL file (`.gz` decompressed): the records a reader will see."""
+    return sum(1 for _, line in iter_lines(path) if line.strip())
+
+
 def _load_records(
-    path: Path, kind: str, fields: tuple[str, ...]
+    path: Path,
+    kind: str,
+    fields: tuple[str, ...],
+    done: Callable[[int], None] | None = None,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Read id -> {field: text} and the ids whose fields are all blank (in file order).
 
     Duplicate ids raise, naming every offending id (up to ten) and the lines they are on.
+    `done(1)` after each record read (a progress bar).
     """
     records: dict[str, dict[str, str]] = {}
     seen: dict[str, int] = {}
@@ -147,6 +156,8 @@ def _load_records(
         records[rid] = {f: _field(rec, f, path, lineno) for f in fields}
         if not any(v.strip() for v in records[rid].values()):
             empty.append(rid)
+        if done is not None:
+            done(1)
     if dups:
         sample = ", ".join(f"{i!r} (lines {lines})" for i, lines in list(dups.items())[:10])
         raise DataValidationError(f"{path}: {len(dups)} duplicate {kind} id(s): {sample}")
@@ -154,14 +165,15 @@ def _load_records(
 
 
 def load_corpus(
-    path: Path, empty_text: str = "skip"
+    path: Path, empty_text: str = "skip", done: Callable[[int], None] | None = None
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """The corpus after the empty-text policy, and the ids of the blank documents."""
+    """The corpus after the empty-text policy, and the ids of the blank documents (`done(1)`
+    after each document read)."""
     if empty_text not in EMPTY_TEXT_POLICIES:
         raise DataValidationError(
             f"unknown empty_text policy {empty_text!r}; one of {EMPTY_TEXT_POLICIES}"
         )
-    corpus, empty = _load_records(path, "document", ("title", "text"))
+    corpus, empty = _load_records(path, "document", ("title", "text"), done)
     if empty and empty_text == "error":
         raise DataValidationError(
             f"{path}: {len(empty)} document(s) with empty title and text: {empty[:10]} "
@@ -254,7 +266,9 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
+def load_beir(
+    root: Path, split: str, empty_text: str = "skip", done: Callable[[int], None] | None = None
+) -> BeirDataset:
     """Load corpus, the split's queries and qrels; cross-check every id.
 
     `empty_text` decides what a document with blank title and text does: `error` refuses the
@@ -268,7 +282,7 @@ def load_beir(root: Path, split: str, empty_text: str = "skip") -> BeirDataset:
             "or special characters needs Hydra quoting: -S \"dataset.root='/a b/c'\")"
         )
     corpus_path = find_corpus(root)
-    corpus, empty = load_corpus(corpus_path, empty_text)
+    corpus, empty = load_corpus(corpus_path, empty_text, done)
     all_queries = load_queries(root / "queries.jsonl")
     metadata, nested = load_query_metadata(root / "queries.jsonl")
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,21 +18,32 @@ def make_embedder(cfg: Any, role: str = "passage") -> Embedder:
 
 
 class Embedder(Protocol):
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        """Return a float32 array (len(texts), dim)."""
+    def encode(
+        self, texts: list[str], progress: bool = False, done: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """Return a float32 array (len(texts), dim); `done(n)` after each n texts encoded."""
         ...
 
 
 def encode_queries_timed(
-    embedder: Embedder, texts: list[str], progress: bool = True
+    embedder: Embedder,
+    texts: list[str],
+    progress: bool = True,
+    done: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, list[float]]:
-    """Encode queries one at a time, as a live system would, recording per-query latency (ms)."""
-    from tqdm import tqdm
+    """Encode queries one at a time, as a live system would, recording per-query latency (ms).
+
+    `done(1)` after each query (a whole-stage bar); without it, `progress` gives a bar of its own.
+    """
+    from ragrig.progress import track
 
     vectors, latencies = [], []
-    for text in tqdm(texts, desc="embed queries", disable=not progress):
+    own = progress and done is None
+    for text in track(texts, "embed queries", "queries") if own else texts:
         t0 = time.perf_counter()
         vectors.append(embedder.encode([text])[0])
         latencies.append((time.perf_counter() - t0) * 1000.0)
+        if done is not None:
+            done(1)
     dim = vectors[0].shape[0] if vectors else 0
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), dim), latencies

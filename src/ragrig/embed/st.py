@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -40,14 +42,62 @@ class SentenceTransformerEmbedder:
         clone.prefix = prefix
         return clone
 
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+    def encode(
+        self, texts: list[str], progress: bool = False, done: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """`done(n)` after each batch of n texts (a whole-stage bar); else `progress` shows
+        sentence-transformers' own batch bar."""
         if self.prefix:
             texts = [self.prefix + t for t in texts]
-        vecs = self.model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        )
+        with _batches_reported(len(texts), self.batch_size, done):
+            vecs = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=progress and done is None,
+            )
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+@contextlib.contextmanager
+def _batches_reported(
+    n: int, batch_size: int, done: Callable[[int], None] | None
+) -> Iterator[None]:
+    """Call `done(k)` as sentence-transformers finishes each batch of k texts.
+
+    One `encode` call over every text keeps its global length-sorted batching, hence the
+    vectors, byte-identical; splitting the call to count batches would change the batches.
+    So the batch loop's range (`trange` in sentence_transformers.sentence_transformer.model,
+    sentence-transformers 5.x-6.x) is wrapped for the call. Where that name is absent (another
+    version), the texts are reported all at once when the call returns.
+    """
+    if done is None:
+        yield
+        return
+    try:
+        from sentence_transformers.sentence_transformer import model as st_model
+    except ImportError:
+        st_model = None
+    original = getattr(st_model, "trange", None)
+    if original is None:
+        yield
+        done(n)
+        return
+    reported = 0
+
+    def counted(*args: Any, **kwargs: Any) -> Iterator[int]:
+        nonlocal reported
+        for start in original(*args, **{**kwargs, "disable": True}):
+            yield start
+            k = min(batch_size, n - start)
+            reported += k
+            done(k)
+
+    st_model.trange = counted
+    try:
+        yield
+    finally:
+        st_model.trange = original
+    if reported < n:  # e.g. a batch loop that did not go through the wrapped range
+        done(n - reported)

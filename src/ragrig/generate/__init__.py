@@ -152,11 +152,11 @@ def generate_all(
     more answers at `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON
     list `samples` (a failed sample is null there and named in `error`; the answer stays ok).
     """
-    from tqdm import tqdm
+    from ragrig.progress import track
 
     secrets = tuple(getattr(generator, "secrets", ()))
     rows = []
-    for qid in tqdm(qids, desc=f"generate {generator.model_name}", disable=not progress):
+    for qid in track(qids, f"generate {generator.model_name}", "answers") if progress else qids:
         ctx = contexts.get(qid, [])
         passages = [text[:max_passage_chars] for _, text in ctx]
         row = {

@@ -209,19 +209,14 @@ def judge_all(
     status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
     checker failure is 'error' (any exception, named in `error`) or 'invalid' (a verdict
     breaking the partition rule); all are counted by the report."""
-    from tqdm import tqdm
-
     from ragrig.judge.composite import composite
+    from ragrig.progress import track
 
     weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
     model = getattr(llm, "model_name", "") if llm is not None else ""
     rows = []
-    for g in tqdm(
-        generations.itertuples(index=False),
-        total=len(generations),
-        desc="judge",
-        disable=not progress,
-    ):
+    answers = generations.itertuples(index=False)
+    for g in track(answers, "judge", "answers", len(generations)) if progress else answers:
         if g.status == "error":
             rows.append(
                 _Row(

@@ -55,9 +55,11 @@ class BeirParser:
     def parse(self, dataset: Any) -> Parsed:
         from ragrig.data.beir import load_beir
         from ragrig.data.claims import load_claims
+        from ragrig.progress import bar
 
         root = Path(dataset.root)
-        data = load_beir(root, dataset.split, empty_text=self.empty_text)
+        with bar("parse", _corpus_records(root), "documents") as b:
+            data = load_beir(root, dataset.split, empty_text=self.empty_text, done=b.update)
         claims = load_claims([root / f for f in dataset.claims.files]) if dataset.claims else None
         queries = queries_table(data, claims)
         return Parsed(
@@ -68,6 +70,21 @@ class BeirParser:
             qrels_table(data),
             parse_stats(data, claims, split=dataset.split),
         )
+
+
+def _corpus_records(root: Path) -> int | None:
+    """The corpus's record count for the progress bar's total: counted (one more read of the
+    file) only when a bar is drawn; None when unknown (load_beir then names any problem)."""
+    from ragrig.data.beir import count_records, find_corpus
+    from ragrig.errors import DataValidationError
+    from ragrig.progress import enabled
+
+    if not enabled() or not root.is_dir():
+        return None
+    try:
+        return count_records(find_corpus(root))
+    except DataValidationError:
+        return None
 
 
 def content_hash(text: str) -> str:

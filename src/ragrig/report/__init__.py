@@ -27,6 +27,7 @@ from ragrig.report.scorecard import (
     scorecard_tables,
     slice_scorecard,
 )
+from ragrig.report.views import TOTAL, total_latency
 from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
@@ -167,6 +168,10 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         ],
         ignore_index=True,
     )
+    total = total_latency(latency)  # end to end per answered query (ragrig.report.views)
+    if total:
+        extra = pd.DataFrame({"qid": "", "stage": TOTAL, "latency_ms": total})
+        latency = pd.concat([latency, extra], ignore_index=True)
     metrics = _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j)
     metrics["scorecard"] = scorecard_section(agg, sc, cfg.scorecard)
     for name, values in metrics["slices"].items():

@@ -40,7 +40,11 @@ def judge_measures(j: pd.DataFrame) -> list[pd.DataFrame]:
         scored = j[(j["status"] == "scored") & j[col].notna()]
         parts.append(
             pd.DataFrame(
-                {"qid": scored["qid"], "measure": f"judge/{col}", "value": scored[col].astype(float)}
+                {
+                    "qid": scored["qid"],
+                    "measure": f"judge/{col}",
+                    "value": scored[col].astype(float),
+                }
             )
         )
     ok = j[j["llm_status"] == "ok"]

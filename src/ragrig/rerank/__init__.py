@@ -47,11 +47,12 @@ def rerank_run(
 
     Returns (run, latency). The candidate set per query is identical before and after.
     """
-    from tqdm import tqdm
+    from ragrig.progress import track
 
     rows, lat = [], []
     ordered = run.sort_values(["qid", "rank"], kind="mergesort")
-    for qid, group in tqdm(ordered.groupby("qid", sort=True), desc="rerank", disable=not progress):
+    groups = ordered.groupby("qid", sort=True)
+    for qid, group in track(groups, "rerank", "queries") if progress else groups:
         cands = [
             Candidate(d, c, chunk_text[c], float(s))
             for d, c, s in zip(group["doc_id"], group["chunk_id"], group["score"], strict=True)

@@ -79,15 +79,15 @@ def retrieve_all(
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run the configured method query by query. Returns (final run, lanes, latency)."""
-    from tqdm import tqdm
-
     from ragrig.index.dense import search, set_search_params
+    from ragrig.progress import track
 
     lanes_wanted = lanes_of(cfg.method)
     if "dense" in lanes_wanted:
         set_search_params(dense_index, cfg.ef_search, cfg.nprobe)
     run_rows, lane_rows, lat_rows = [], [], []
-    for i, qid in enumerate(tqdm(query_ids, desc=f"retrieve {cfg.method}", disable=not progress)):
+    qids = track(query_ids, f"retrieve {cfg.method}", "queries") if progress else query_ids
+    for i, qid in enumerate(qids):
         t0 = time.perf_counter()
         lanes: dict[str, list[tuple[str, str, float]]] = {}
         if "dense" in lanes_wanted:
