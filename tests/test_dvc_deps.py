@@ -258,9 +258,10 @@ def test_declared_params_are_what_the_stage_reads(name):
     assert "runtime" not in read, f"{name}: reads the whole runtime section"
 
 
-def test_only_generate_depends_on_the_seed():
+def test_only_generate_and_report_depend_on_the_seed():
+    # generate samples its queries; report seeds its bootstrap intervals
     seeded = [n for n in STAGE_NAMES if "runtime.seed" in _dvc()["stages"][n].get("params", [])]
-    assert seeded == ["generate"]
+    assert seeded == ["generate", "report"]
 
 
 def test_only_the_report_reads_the_whole_params_file():
