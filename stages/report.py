@@ -18,6 +18,7 @@ def main() -> None:
     from ragrig.config import load_params, load_section
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
+    from ragrig.report.mlflow_run import answers_table
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
@@ -53,7 +54,7 @@ def main() -> None:
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
-    report = build_report(inputs, cfg)
+    report = build_report(inputs, cfg, seed=stage.read_runtime(args.params, "seed"))
     params = load_params(args.params)
     summary = format_summary(report.metrics, params)
     with atomic_dir(args.out) as out:
@@ -80,6 +81,9 @@ def main() -> None:
                 *sorted((args.out / "plots").glob("*.png")),
             ],
             Path.cwd(),
+            answers=answers_table(
+                inputs.queries, inputs.generations, inputs.judgments, report.scorecard
+            ),
         )
         print(f"report: MLflow run {run_id} in {uri}")
 

@@ -23,14 +23,14 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    import mlflow
+    from mlflow.tracking import MlflowClient
     from ragrig.report import tracking
 
     ready = Path(sys.argv[2])
     def stuck(*args, **kwargs):
         ready.write_text("logging")
         time.sleep(120)
-    mlflow.log_artifact = stuck
+    MlflowClient.log_artifacts = stuck
     art = Path(sys.argv[3])
     tracking.log_run(sys.argv[1], "ragrig", {"retrieve": {"method": "bm25"}},
                      {"retrieval": {"ndcg@10": 0.5}}, [art], art.parent)
