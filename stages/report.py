@@ -22,10 +22,12 @@ def main() -> None:
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
-    from ragrig.report.tracking import log_run, tracking_uri
+    from ragrig.report.tracking import log_run, preload, tracking_uri
 
     parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
     cfg = load_section("report", args.params)
+    if cfg.mlflow.enabled:
+        preload()
     ann_path = retrieve_dir / "ann_recall.parquet"
     manifest = read_json(retrieve_dir / "manifest.json")
     inputs = ReportInputs(

@@ -81,6 +81,22 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def preload() -> threading.Thread:
+    """Import MLflow's client and its sqlite store in a background thread, so that the import
+    (most of the logging's cost: about 2-3 s) overlaps the report's own reading and computing.
+    Whatever fails here fails again, with its error, when the run is logged."""
+
+    def work() -> None:
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        with contextlib.suppress(Exception):
+            import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+            from mlflow.tracking import MlflowClient  # noqa: F401
+
+    thread = threading.Thread(target=work, name="mlflow-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 # MLflow 3 opens an experiment in its GenAI view unless it is tagged for model development
 # (the UI's "Machine learning" kind): ragrig's runs are compared in the runs table.
 TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
