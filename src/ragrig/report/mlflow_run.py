@@ -113,30 +113,47 @@ def _same_root(a: str | None, b: str | None, cwd: Path) -> bool:
     return (root / a).resolve() == (root / b).resolve()
 
 
+# keys naming a section's choice (its config group option): when one changed, the section's
+# other changed keys are consequences of that choice, not choices of their own
+CHOICE_KEYS = ("method", "name")
+IGNORED = ("report.mlflow.",)  # where the run is logged, not what it measures
+
+
 def changed_params(
     params: Mapping[str, Any], defaults: Mapping[str, Any], cwd: Path
 ) -> dict[str, str]:
     """Flattened params whose value differs from the defaults (added keys included), in
-    params order; dataset.root counts only when it names another folder."""
+    params order. A section whose choice (`method`, `dataset.name`) changed shows that key
+    only; dataset.root counts only when it names another folder; report.mlflow.* not at all."""
     flat, base = flatten_params(params), flatten_params(defaults)
-    out = {}
+    diff = {}
     for k, v in flat.items():
-        if base.get(k) == v:
+        if base.get(k) == v or k.startswith(IGNORED):
             continue
         if k == "dataset.root" and _same_root(v, base.get(k), cwd):
             continue
-        out[k] = v
-    return out
+        diff[k] = v
+    chosen = [
+        k.rpartition(".")[0] + "."
+        for k in diff
+        if k.rpartition(".")[2] in CHOICE_KEYS and k.rpartition(".")[0]
+    ]
+    return {
+        k: v
+        for k, v in diff.items()
+        if k.rpartition(".")[2] in CHOICE_KEYS or not any(k.startswith(c) for c in chosen)
+    }
 
 
 def short_label(changed: Mapping[str, str]) -> str:
-    """`retrieve=dense chunk=recursive max_tokens=256`: a section's `method` as `section=value`,
+    """`retrieve=dense chunk=recursive max_tokens=256`: a section's choice (`method`,
+    `dataset.name`) as `section=value`,
     another key by its last part when no other changed key shares it, else in full."""
     lasts = [k.rsplit(".", 1)[-1] for k in changed]
     parts = []
     for k, v in changed.items():
         head, _, last = k.rpartition(".")
-        if last == "method" and head:
+        if last in CHOICE_KEYS and head:
             parts.append(f"{head}={v}")
         elif lasts.count(last) == 1:
             parts.append(f"{last}={v}")
@@ -240,8 +257,10 @@ def view_state(
     metrics = [m for m in HEADLINE_METRICS if m in metric_keys]
     old = [c for c in (previous or {}).get("selectedColumns", []) if c.startswith("params.")]
     params = list(dict.fromkeys([*old, *(column("params", k) for k in param_keys)]))
+    columns = [*(column("metrics", m) for m in metrics), *params]
     state: dict[str, Any] = {
-        "selectedColumns": [*(column("metrics", m) for m in metrics), *params],
+        "selectedColumns": columns,
+        "columnOrder": columns,
         "orderByAsc": False,
         "runListHidden": False,
         "viewMaximized": False,
