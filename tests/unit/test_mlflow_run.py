@@ -43,6 +43,7 @@ def test_changed_params_name_the_choices_not_their_consequences(tmp_path: Path):
     assert changed_params(same, DEFAULTS, tmp_path) == {}
     # a last part two changed keys share is spelled in full
     assert short_label({"index.dense.m": "16", "other.m": "2"}) == "index.dense.m=16 other.m=2"
+    assert short_label({"report.slices": json.dumps([{"name": "x" * 40}])}) == "slices=…"
 
 
 def test_point_label_keys_map_to_params():

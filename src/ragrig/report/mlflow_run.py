@@ -43,6 +43,7 @@ HEADLINE_METRICS = (
     "cost_usd_per_query/mean",
 )
 MAX_NAME = 120
+LONG_VALUE = 40  # a longer changed value is named `key=…` in a run name
 PASSAGE_CHARS = 160
 
 
@@ -148,10 +149,12 @@ def changed_params(
 def short_label(changed: Mapping[str, str]) -> str:
     """`retrieve=dense chunk=recursive max_tokens=256`: a section's choice (`method`,
     `dataset.name`) as `section=value`,
-    another key by its last part when no other changed key shares it, else in full."""
+    another key by its last part when no other changed key shares it, else in full; a value
+    longer than 40 characters as `…`."""
     lasts = [k.rsplit(".", 1)[-1] for k in changed]
     parts = []
     for k, v in changed.items():
+        v = v if len(v) <= LONG_VALUE else "…"  # e.g. a changed list of slices
         head, _, last = k.rpartition(".")
         if last in CHOICE_KEYS and head:
             parts.append(f"{head}={v}")
