@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
@@ -69,6 +70,7 @@ def main() -> None:
     print(summary)
     if cfg.mlflow.enabled:
         uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
+        started = time.perf_counter()
         run_id = log_run(
             uri,
             cfg.mlflow.experiment,
@@ -87,7 +89,8 @@ def main() -> None:
                 inputs.queries, inputs.generations, inputs.judgments, report.scorecard
             ),
         )
-        print(f"report: MLflow run {run_id} in {uri}")
+        waited = time.perf_counter() - started
+        print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -158,7 +158,11 @@ def test_view_holds_headline_columns_and_swept_params(project: Path):
     log_run(uri, "ragrig", _with(retrieve__ef_search=64), METRICS, [], project, environ=env)
     sweep_view = json.loads(client.get_experiment(exp_id).tags[f"{VIEW_TAG_PREFIX}sweep-{parent}"])
     # index.dense.method is not a param of this run: only the params the run has
-    assert sweep_view["selectedColumns"][-1:] == ["params.`retrieve.ef_search`"]
+    assert [c for c in sweep_view["selectedColumns"] if c.startswith("params.")] == [
+        "params.`retrieve.ef_search`"
+    ]
+    # the default view keeps its columns (the swept param was already one of them)
+    assert json.loads(client.get_experiment(exp_id).tags[VIEW_TAG_PREFIX + "ragrig"]) == view
 
 
 def test_answers_table_loads_back_with_its_rows(project: Path):

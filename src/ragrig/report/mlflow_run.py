@@ -55,7 +55,8 @@ class RunContents:
     metrics: dict[str, float]
     artifacts: list[Path] = field(default_factory=list)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # artifact file -> rows
-    view_key: str = DEFAULT_VIEW
+    # the views (runs-table default columns) this run adds its params to
+    view_keys: tuple[str, ...] = (DEFAULT_VIEW,)
     view_params: list[str] = field(default_factory=list)  # param columns of the view
 
 
@@ -241,7 +242,7 @@ def build_contents(
         metrics=flatten(metrics),
         artifacts=list(artifacts or []),
         tables=tables,
-        view_key=sweep_view_key(parent) if parent else DEFAULT_VIEW,
+        view_keys=(DEFAULT_VIEW, sweep_view_key(parent)) if parent else (DEFAULT_VIEW,),
         view_params=[k for k in view_params if k != "dataset.root"],
     )
 

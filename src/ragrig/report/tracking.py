@@ -169,20 +169,21 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 def update_view(client: Any, experiment_id: str, contents: RunContents) -> None:
-    """Write the runs-table view this run belongs to (default columns: headline metrics and the
-    swept or changed params), keeping the param columns earlier runs added; skipped when
-    unchanged."""
-    tag = VIEW_TAG_PREFIX + contents.view_key
+    """Write the runs-table views this run belongs to (default columns: headline metrics and the
+    swept or changed params), keeping the param columns earlier runs added; a tag is written
+    only when it changes."""
     with store_lock(client.tracking_uri):
-        current = client.get_experiment(experiment_id).tags.get(tag)
-        try:
-            previous = json.loads(current) if current else None
-        except json.JSONDecodeError:
-            previous = None
-        state = view_state(list(contents.metrics), contents.view_params, previous)
-        value = json.dumps(state)
-        if value != current:
-            client.set_experiment_tag(experiment_id, tag, value)
+        tags = client.get_experiment(experiment_id).tags
+        for key in contents.view_keys:
+            tag = VIEW_TAG_PREFIX + key
+            current = tags.get(tag)
+            try:
+                previous = json.loads(current) if current else None
+            except json.JSONDecodeError:
+                previous = None
+            value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
+            if value != current:
+                client.set_experiment_tag(experiment_id, tag, value)
 
 
 def runs_table_url(base_url: str, experiment_id: str, view_key: str = DEFAULT_VIEW) -> str:
