@@ -25,6 +25,13 @@ DEFAULTS = {
 
 
 def test_changed_params_name_the_choices_not_their_consequences(tmp_path: Path):
+    (tmp_path / "conf" / "retrieve").mkdir(parents=True)
+    (tmp_path / "conf" / "retrieve" / "dense.yaml").write_text("method: dense\nef_search: 128\n")
+    (tmp_path / "conf" / "dataset").mkdir()
+    (tmp_path / "conf" / "dataset" / "tiny.yaml").write_text(
+        "name: tiny\nroot: tests/fixtures/tiny_beir\n"
+    )
+    # conf/generate/ absent: keys the defaults lack count as the option's own
     params = json.loads(json.dumps(DEFAULTS))
     params["dataset"] = {"name": "tiny", "root": "tests/fixtures/tiny_beir"}  # another dataset
     params["generate"] = {"method": "extractive", "max_sentences": 3}
@@ -41,6 +48,12 @@ def test_changed_params_name_the_choices_not_their_consequences(tmp_path: Path):
     same = json.loads(json.dumps(DEFAULTS))
     same["dataset"]["root"] = str((tmp_path / "../data/scifact").resolve())
     assert changed_params(same, DEFAULTS, tmp_path) == {}
+    # a choice plus a key of its own that differs from the option's value: both named
+    dense = json.loads(json.dumps(DEFAULTS))
+    dense["retrieve"] = {"method": "dense", "ef_search": 64}
+    assert short_label(changed_params(dense, DEFAULTS, tmp_path)) == "retrieve=dense ef_search=64"
+    dense["retrieve"]["ef_search"] = 128  # the option's own value (the default's too)
+    assert short_label(changed_params(dense, DEFAULTS, tmp_path)) == "retrieve=dense"
     # a last part two changed keys share is spelled in full
     assert short_label({"index.dense.m": "16", "other.m": "2"}) == "index.dense.m=16 other.m=2"
     assert short_label({"report.slices": json.dumps([{"name": "x" * 40}])}) == "slices=…"

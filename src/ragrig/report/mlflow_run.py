@@ -121,30 +121,65 @@ CHOICE_KEYS = ("method", "name")
 IGNORED = ("report.mlflow.",)  # where the run is logged, not what it measures
 
 
+def _norm(value: str | None) -> str | None:
+    """A flattened value compared regardless of the key order inside lists of mappings."""
+    if value is None or not value.startswith(("[", "{")):
+        return value
+    try:
+        return json.dumps(json.loads(value), sort_keys=True)
+    except json.JSONDecodeError:
+        return value
+
+
+def option_params(conf_dir: Path, section: str, key: str, value: str) -> dict[str, str] | None:
+    """Flattened params of the one option of config group `section` (conf/<section>/*.yaml)
+    whose `key` is `value` (e.g. retrieve options with method: dense); None when not exactly
+    one option matches."""
+    import yaml
+
+    folder = conf_dir / section.replace(".", "/")
+    found = []
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and str(data.get(key)) == value:
+            found.append(data)
+    return flatten_params(found[0], section) if len(found) == 1 else None
+
+
 def changed_params(
     params: Mapping[str, Any], defaults: Mapping[str, Any], cwd: Path
 ) -> dict[str, str]:
     """Flattened params whose value differs from the defaults (added keys included), in
-    params order. A section whose choice (`method`, `dataset.name`) changed shows that key
-    only; dataset.root counts only when it names another folder; report.mlflow.* not at all."""
+    params order, leaving out report.mlflow.* and a dataset.root naming the same folder.
+    When a section's choice (`method`, `dataset.name`) changed, its other keys count only where
+    they differ from that option's own values in conf/ (or, with no such option file, where
+    the defaults have them too)."""
+    from ragrig.paths import project_root
+
     flat, base = flatten_params(params), flatten_params(defaults)
     diff = {}
     for k, v in flat.items():
-        if base.get(k) == v or k.startswith(IGNORED):
+        if _norm(base.get(k)) == _norm(v) or k.startswith(IGNORED):
             continue
         if k == "dataset.root" and _same_root(v, base.get(k), cwd):
             continue
         diff[k] = v
-    chosen = [
-        k.rpartition(".")[0] + "."
-        for k in diff
-        if k.rpartition(".")[2] in CHOICE_KEYS and k.rpartition(".")[0]
-    ]
-    return {
-        k: v
-        for k, v in diff.items()
-        if k.rpartition(".")[2] in CHOICE_KEYS or not any(k.startswith(c) for c in chosen)
-    }
+    conf = project_root(cwd) / "conf"
+    options: dict[str, dict[str, str] | None] = {}
+    for k, v in diff.items():
+        section, _, last = k.rpartition(".")
+        if last in CHOICE_KEYS and section:
+            options[section + "."] = option_params(conf, section, last, v)
+    out = {}
+    for k, v in diff.items():
+        owner = next((s for s in options if k.startswith(s)), None)
+        if owner is not None and k.rpartition(".")[2] not in CHOICE_KEYS:
+            own = options[owner]
+            consequence = _norm(own.get(k)) == _norm(v) if own is not None else k not in base
+            if consequence:
+                continue
+        out[k] = v
+    return out
 
 
 def short_label(changed: Mapping[str, str]) -> str:
