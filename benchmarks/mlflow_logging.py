@@ -2,11 +2,12 @@
 report), each run in a fresh process as in a sweep: importing MLflow and opening the store,
 then logging params, metrics, tags, artifacts and the answers table.
 
-    python benchmarks/bench_tracking.py --project DIR [--runs 5]
+    python benchmarks/mlflow_logging.py --project DIR [--runs 5]
 
 DIR is a checkout whose pipeline has run (e.g. after `make smoke`: reports/run,
 reports/metrics.json, data/). Runs go to a fresh store in a temporary folder; the first run
-(which creates the store) is reported apart.
+(which creates the store) is reported apart. Not one of run_all's benchmarks: it needs the
+outputs of a finished run.
 """
 
 from __future__ import annotations
