@@ -43,6 +43,7 @@ def tracking_uri(configured: str | None, cwd: Path) -> str:
 TAG_PID = "ragrig.pid"
 TAG_HOST = "ragrig.host"
 TAG_FAILURE = "ragrig.failure"
+TAG_ERROR = "ragrig.error"  # why a run ended FAILED (also what the sweep records)
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -257,8 +258,11 @@ def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
                 _write_tables(contents.tables, folder)
                 client.log_artifacts(run_id, str(folder))
             update_view(client, experiment_id, contents)
-        except BaseException:
+        except BaseException as exc:
             if run_id is not None:
+                error = f"{type(exc).__name__}: {exc}"[-4000:]
+                with contextlib.suppress(Exception):
+                    client.set_tag(run_id, TAG_ERROR, error)
                 client.set_terminated(run_id, status="FAILED")
             raise
         client.set_terminated(run_id, status="FINISHED")
