@@ -234,7 +234,8 @@ def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=uri)
+    with store_lock(uri):  # opening a store that does not exist yet creates its schema
+        client = MlflowClient(tracking_uri=uri)
     experiment_id = ensure_experiment(uri, experiment, client)
     fail_abandoned_runs(uri, experiment_id, client)
     tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
