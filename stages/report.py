@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
@@ -21,14 +22,17 @@ def main() -> None:
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.html import write_run_page
+    from ragrig.report.mlflow_run import answers_table
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
-    from ragrig.report.tracking import log_run, tracking_uri
+    from ragrig.report.tracking import log_run, preload, tracking_uri
     from ragrig.report.views import run_tables, write_views
 
     parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
     cfg = load_section("report", args.params)
+    if cfg.mlflow.enabled:
+        preload()
     ann_path = retrieve_dir / "ann_recall.parquet"
     manifest = read_json(retrieve_dir / "manifest.json")
     inputs = ReportInputs(
@@ -57,7 +61,7 @@ def main() -> None:
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
-    report = build_report(inputs, cfg)
+    report = build_report(inputs, cfg, seed=stage.read_runtime(args.params, "seed"))
     params = load_params(args.params)
     summary = format_summary(report.metrics, params)
     with atomic_dir(args.out) as out:
@@ -76,6 +80,7 @@ def main() -> None:
     print(summary)
     if cfg.mlflow.enabled:
         uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
+        started = time.perf_counter()
         run_id = log_run(
             uri,
             cfg.mlflow.experiment,
@@ -91,8 +96,12 @@ def main() -> None:
                 *([args.html] if args.html is not None else []),
             ],
             Path.cwd(),
+            answers=answers_table(
+                inputs.queries, inputs.generations, inputs.judgments, report.scorecard
+            ),
         )
-        print(f"report: MLflow run {run_id} in {uri}")
+        waited = time.perf_counter() - started
+        print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -259,7 +259,8 @@ def test_declared_params_are_what_the_stage_reads(name):
 
 
 def test_only_generate_and_report_depend_on_the_seed():
-    """generate samples queries with it; report seeds the bootstrap intervals of its HTML page."""
+    """generate samples queries with it; report seeds its bootstrap intervals (metrics.json, MLflow,
+    the HTML page)."""
     seeded = [n for n in STAGE_NAMES if "runtime.seed" in _dvc()["stages"][n].get("params", [])]
     assert seeded == ["generate", "report"]
 

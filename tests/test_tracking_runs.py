@@ -23,14 +23,14 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    import mlflow
+    from mlflow.tracking import MlflowClient
     from ragrig.report import tracking
 
     ready = Path(sys.argv[2])
     def stuck(*args, **kwargs):
         ready.write_text("logging")
         time.sleep(120)
-    mlflow.log_artifact = stuck
+    MlflowClient.log_artifacts = stuck
     art = Path(sys.argv[3])
     tracking.log_run(sys.argv[1], "ragrig", {"retrieve": {"method": "bm25"}},
                      {"retrieval": {"ndcg@10": 0.5}}, [art], art.parent)
@@ -80,6 +80,7 @@ def test_run_killed_while_logging_is_marked_failed(tmp_path):
     assert proc.wait(timeout=60) != 0
     (term,) = _runs(uri)
     assert term["status"] == "FAILED"
+    assert term["tags"]["ragrig.error"] == "_Terminated: signal 15"
     assert term["params"]["retrieve.method"] == "bm25"
 
     # SIGKILL cannot be caught: the run stays RUNNING until the next report opens the store
@@ -126,10 +127,19 @@ def test_experiment_gets_absolute_artifact_location_beside_the_store(tmp_path):
     assert artifact_location("http://127.0.0.1:5000") is None
 
 
-@pytest.mark.parametrize("n", [3])
-def test_parallel_processes_create_one_store_and_experiment(tmp_path, n):
+ENSURE = "import sys; from ragrig.report.tracking import ensure_experiment; print(ensure_experiment(sys.argv[1], 'ragrig'))"
+# whole reports logged at once into a store that does not exist yet (parallel sweep points)
+LOG = (
+    "import sys; from pathlib import Path; from ragrig.report.tracking import log_run, "
+    "ensure_experiment; log_run(sys.argv[1], 'ragrig', {'a': 1}, {'m': 1.0}, [], Path('.'), "
+    "environ={}); print(ensure_experiment(sys.argv[1], 'ragrig'))"
+)
+
+
+@pytest.mark.parametrize("code", [ENSURE, LOG], ids=["ensure_experiment", "log_run"])
+def test_parallel_processes_create_one_store_and_experiment(tmp_path, code):
+    n = 3
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    code = "import sys; from ragrig.report.tracking import ensure_experiment; print(ensure_experiment(sys.argv[1], 'ragrig'))"
     env = project_env({"PYTHONPATH": os.pathsep.join(sys.path)})
     procs = [
         subprocess.Popen(
@@ -144,3 +154,5 @@ def test_parallel_processes_create_one_store_and_experiment(tmp_path, n):
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0] * n, [o[1][-2000:] for o in outs]
     assert len({o[0].strip() for o in outs}) == 1
+    if code == LOG:
+        assert [r["status"] for r in _runs(uri)] == ["FINISHED"] * n

@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from ragrig import ui
+from ragrig.cli import experiment_table_url
 
 
 def _free_port() -> int:
@@ -65,6 +66,13 @@ def test_ui_serves_the_store_and_stops_cleanly(
         assert {r["info"]["run_id"] for r in runs} == run_ids
         assert len(runs) == 2
         assert {r["data"]["params"][0]["value"] for r in runs} == {"bm25", "dense"}
+        # `make ui` prints the runs table in the model-development view with the default columns
+        assert experiment_table_url(info["url"], tmp_path) == (
+            f"{info['url']}/#/experiments/{exp_id}/runs"
+            "?workflowType=machine_learning&viewStateShareKey=ragrig"
+        )
+        (tmp_path / "params.yaml").write_text("report: {mlflow: {experiment: not-yet}}\n")
+        assert experiment_table_url(info["url"], tmp_path) is None
 
         stopped = ui.stop(tmp_path)
     finally:

@@ -104,6 +104,28 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return code
 
 
+def experiment_table_url(url: str, root: Path) -> str | None:
+    """The runs table of the project's experiment (report.mlflow.experiment) with its default
+    view, from the running server; None when the experiment does not exist yet."""
+    import requests
+
+    from ragrig.config import load_params
+    from ragrig.report.tracking import runs_table_url
+
+    name = "ragrig"
+    params = root / "params.yaml"
+    if params.exists():
+        name = (load_params(params).get("report") or {}).get("mlflow", {}).get("experiment", name)
+    reply = requests.get(
+        f"{url}/api/2.0/mlflow/experiments/get-by-name",
+        params={"experiment_name": name},
+        timeout=10,
+    )
+    if reply.status_code != 200:
+        return None
+    return runs_table_url(url, reply.json()["experiment"]["experiment_id"])
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from ragrig import ui
     from ragrig.report.tracking import tracking_uri
@@ -112,6 +134,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if args.action == "start":
         info = ui.start(root, tracking_uri(None, root), port=args.port)
         print(f"MLflow UI at {info['url']} (pid {info['pid']}); stop with `make ui-stop`")
+        table = experiment_table_url(info["url"], root)
+        if table:
+            print(f"runs table with the headline columns: {table}")
     else:
         n = ui.stop(root)
         print(f"stopped MLflow server ({n} processes)" if n else "no MLflow server running")

@@ -19,7 +19,8 @@ from ragrig.metrics.aggregate import (
     slice_columns,
 )
 from ragrig.report import ReportInputs, build_report
-from ragrig.report.tracking import flatten_params, project_root, tracking_uri
+from ragrig.report.mlflow_run import flatten_params
+from ragrig.report.tracking import project_root, tracking_uri
 
 
 def test_default_slices_keep_the_scifact_buckets():

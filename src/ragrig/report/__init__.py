@@ -17,7 +17,9 @@ from ragrig.metrics.aggregate import (
     slice_columns,
     slice_value_key,
 )
+from ragrig.metrics.bootstrap import slice_intervals
 from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
+from ragrig.metrics.names import ALL
 from ragrig.report.answers import answer_measures
 from ragrig.report.config import missing_prices, price_hint
 from ragrig.report.judge import composite_summary, judge_measures
@@ -67,8 +69,9 @@ def _long(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
     return out
 
 
-def build_report(inp: ReportInputs, cfg: Any) -> Report:
-    """Compute every report table from the stage outputs (pure: no I/O, no MLflow)."""
+def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
+    """Compute every report table from the stage outputs (pure: no I/O, no MLflow). `seed`
+    (the stage passes runtime.seed) seeds the bootstrap intervals."""
     unknown = sorted(set(inp.qrels["qid"]) - set(inp.queries["qid"]))
     if unknown:
         raise DataValidationError(
@@ -156,6 +159,14 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
         metadata_prefix=cfg.metadata_prefix,
     )
     agg = aggregate(long, slices.columns, slices.names)
+    intervals = slice_intervals(
+        long,
+        slices.columns,
+        slices.names,
+        seed=seed,
+        resamples=cfg.bootstrap_resamples,
+        level=cfg.interval_level,
+    )
     per_query_table = long.merge(slices.columns, on="qid", how="left")
 
     latency = pd.concat(
@@ -172,7 +183,12 @@ def build_report(inp: ReportInputs, cfg: Any) -> Report:
     if total:
         extra = pd.DataFrame({"qid": "", "stage": TOTAL, "latency_ms": total})
         latency = pd.concat([latency, extra], ignore_index=True)
-    metrics = _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j)
+    metrics = _metrics_tree(inp, cfg, agg, slices, lane_means, latency, gens, j, intervals)
+    metrics["bootstrap"] = {
+        "resamples": cfg.bootstrap_resamples,
+        "level": cfg.interval_level,
+        "seed": seed,
+    }
     metrics["scorecard"] = scorecard_section(agg, sc, cfg.scorecard)
     for name, values in metrics["slices"].items():
         for value, entry in values.items():
@@ -223,6 +239,7 @@ def _metrics_tree(
     latency: pd.DataFrame,
     gens: pd.DataFrame,
     j: pd.DataFrame,
+    intervals: pd.DataFrame,
 ) -> dict[str, Any]:
     counts = query_counts(inp.queries, inp.qrels, inp.retrieved, inp.unjudged_not_parsed)
     gen_status = {s: int((gens["status"] == s).sum()) for s in GENERATION_STATUSES}
@@ -255,6 +272,16 @@ def _metrics_tree(
         "slice_bins": {name: list(cuts) for name, cuts in slices.bins.items()},
         "slices_dropped": dict(slices.dropped),
     }
+    ci = {
+        (s, v, m): (lo, hi, n)
+        for s, v, m, lo, hi, n in intervals.itertuples(index=False, name=None)
+    }
+    # the whole set's intervals: {measure: {ci_low, ci_high, n}}
+    tree["intervals"] = {
+        m: {"ci_low": lo, "ci_high": hi, "n": n}
+        for (s, _, m), (lo, hi, n) in ci.items()
+        if s == ALL
+    }
     if inp.ann is not None and len(inp.ann):
         tree["ann"] = {**_means(agg, "ann/"), **(inp.ann_timing or {})}
     table = slices.columns
@@ -269,6 +296,10 @@ def _metrics_tree(
                 for m, v in zip(g["measure"], g["mean"], strict=True)
                 if m.startswith(("retrieval/", "judge/"))
             }
+            for m in list(entry):
+                if (name, str(value), m) in ci:
+                    lo, hi, _ = ci[(name, str(value), m)]
+                    entry[f"{m}_ci_low"], entry[f"{m}_ci_high"] = lo, hi
             entry["n_queries"] = int((table[name] == value).sum())
             judged = g.loc[g["measure"] == "judge/faithfulness", "n"]
             entry["n_judged"] = int(judged.iloc[0]) if len(judged) else 0

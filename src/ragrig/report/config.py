@@ -181,6 +181,13 @@ class ReportConfig(Section):
         20, ge=2, description="a categorical slice with more values is dropped (with a note)"
     )
     latency_quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.95, 0.99])
+    bootstrap_resamples: int = Field(
+        1000,
+        ge=0,
+        description="resamples of the seeded (runtime.seed) bootstrap giving each slice "
+        "value's and the whole set's interval of a retrieval or judge mean; 0: no intervals",
+    )
+    interval_level: float = Field(0.95, gt=0, lt=1, description="coverage of those intervals")
     prices_as_of: str = "2026-11-01"
     prices: dict[str, Price] = Field(default_factory=dict)
     core_hour_usd: float = Field(

@@ -8,20 +8,25 @@ uncatchable kill (SIGKILL, power loss) by the next process that opens the store.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragrig.metrics.aggregate import flatten, mlflow_key
 from ragrig.paths import project_root
 from ragrig.process import pid_alive
+from ragrig.report.mlflow_run import (
+    DEFAULT_VIEW,
+    VIEW_TAG_PREFIX,
+    RunContents,
+    build_contents,
+    view_state,
+)
 
 ENV_URI = "RAGRIG_MLFLOW_URI"
 
@@ -38,6 +43,7 @@ def tracking_uri(configured: str | None, cwd: Path) -> str:
 TAG_PID = "ragrig.pid"
 TAG_HOST = "ragrig.host"
 TAG_FAILURE = "ragrig.failure"
+TAG_ERROR = "ragrig.error"  # why a run ended FAILED (also what the sweep records)
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -76,26 +82,55 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def ensure_experiment(uri: str, experiment: str) -> str:
-    """Create the store (schema) and the experiment once, with an absolute artifact location;
-    return the experiment id. Safe to call from parallel processes."""
+def preload() -> threading.Thread:
+    """Import MLflow's client and its sqlite store in a background thread, so that the import
+    (most of the logging's cost: about 2-3 s) overlaps the report's own reading and computing.
+    Whatever fails here fails again, with its error, when the run is logged."""
+
+    def work() -> None:
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        with contextlib.suppress(Exception):
+            import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+            from mlflow.tracking import MlflowClient  # noqa: F401
+
+    thread = threading.Thread(target=work, name="mlflow-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+# MLflow 3 opens an experiment in its GenAI view unless it is tagged for model development
+# (the UI's "Machine learning" kind): ragrig's runs are compared in the runs table.
+TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
+def ensure_experiment(uri: str, experiment: str, client: Any = None) -> str:
+    """Create the store (schema) and the experiment once, with an absolute artifact location
+    and the model-development kind (also set on an existing experiment that lacks it); return
+    the experiment id. Safe to call from parallel processes."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     with store_lock(uri):
-        client = MlflowClient(tracking_uri=uri)
+        client = client or MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            return found.experiment_id
-        return client.create_experiment(experiment, artifact_location=artifact_location(uri))
+        if found is None:
+            return client.create_experiment(
+                experiment,
+                artifact_location=artifact_location(uri),
+                tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
+            )
+        if found.tags.get(TAG_EXPERIMENT_KIND) != EXPERIMENT_KIND:
+            client.set_experiment_tag(found.experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND)
+        return found.experiment_id
 
 
-def fail_abandoned_runs(uri: str, experiment_id: str) -> list[str]:
+def fail_abandoned_runs(uri: str, experiment_id: str, client: Any = None) -> list[str]:
     """Mark FAILED every RUNNING run of this experiment that a process on this host started and
     that process is gone (killed while logging); return their run ids."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=uri)
+    client = client or MlflowClient(tracking_uri=uri)
     host = socket.gethostname()
     runs = client.search_runs(
         [experiment_id],
@@ -134,30 +169,39 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def params_hash(params: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+def update_view(client: Any, experiment_id: str, contents: RunContents) -> None:
+    """Write the runs-table views this run belongs to (default columns: headline metrics and the
+    swept or changed params), keeping the param columns earlier runs added; a tag is written
+    only when it changes."""
+    with store_lock(client.tracking_uri):
+        tags = client.get_experiment(experiment_id).tags
+        for key in contents.view_keys:
+            tag = VIEW_TAG_PREFIX + key
+            current = tags.get(tag)
+            try:
+                previous = json.loads(current) if current else None
+            except json.JSONDecodeError:
+                previous = None
+            value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
+            if value != current:
+                client.set_experiment_tag(experiment_id, tag, value)
 
 
-def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in params.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict):
-            out.update(flatten_params(value, name))
-        else:
-            out[mlflow_key(name)] = (
-                json.dumps(value) if isinstance(value, list | type(None)) else str(value)
-            )
-    return out
+def runs_table_url(base_url: str, experiment_id: str, view_key: str = DEFAULT_VIEW) -> str:
+    """The MLflow UI's runs table of an experiment in its model-development view, opened on a
+    view (default columns). The workflowType parameter is what MLflow 3.17's UI reads to leave
+    its GenAI view; the experiment tag alone is not."""
+    return (
+        f"{base_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
+        f"?workflowType=machine_learning&viewStateShareKey={view_key}"
+    )
 
 
-def git_commit(cwd: Path) -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+def _write_tables(tables: dict[str, Any], folder: Path) -> None:
+    """Tables in the JSON layout `mlflow.log_table` writes (pandas orient=split), which the UI
+    renders as a table and `mlflow.load_table` reads back."""
+    for name, frame in tables.items():
+        frame.to_json(folder / name, orient="split", index=False, date_format="iso")
 
 
 def log_run(
@@ -167,34 +211,68 @@ def log_run(
     metrics: dict[str, Any],
     artifacts: list[Path],
     cwd: Path,
+    *,
+    answers: Any = None,
+    environ: dict[str, str] | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
-    artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED."""
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    import mlflow
+    artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
+    A sweep point ($RAGRIG_SWEEP_PARENT_RUN_ID, $RAGRIG_SWEEP_POINT) is a child run."""
+    contents = build_contents(
+        params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ
+    )
+    return log_contents(uri, experiment, contents)
 
-    experiment_id = ensure_experiment(uri, experiment)
-    fail_abandoned_runs(uri, experiment_id)
-    mlflow.set_tracking_uri(uri)
-    p_hash = params_hash(params)
-    name = f"{params.get('dataset', {}).get('name', 'data')}-{params.get('retrieve', {}).get('method', '')}-{p_hash[:8]}"
-    tags = {
-        "git_commit": git_commit(cwd),
-        "params_hash": p_hash,
-        "dvc_exp_name": os.environ.get("DVC_EXP_NAME", ""),
-        TAG_PID: str(os.getpid()),
-        TAG_HOST: socket.gethostname(),
-    }
-    with (
-        _sigterm_raises(),
-        mlflow.start_run(experiment_id=experiment_id, run_name=name, tags=tags) as run,
-    ):
-        flat = flatten_params(params)
-        items = sorted(flat.items())
-        for i in range(0, len(items), 90):
-            mlflow.log_params(dict(items[i : i + 90]))
-        mlflow.log_metrics(flatten(metrics))
-        for path in artifacts:
-            if path.exists():
-                mlflow.log_artifact(str(path))
-        return run.info.run_id
+
+def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
+    """One run in few store calls: create (name and tags), one batch of params and metrics,
+    one folder of artifacts, end."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    import tempfile
+    import time
+
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    with store_lock(uri):  # opening a store that does not exist yet creates its schema
+        client = MlflowClient(tracking_uri=uri)
+    experiment_id = ensure_experiment(uri, experiment, client)
+    fail_abandoned_runs(uri, experiment_id, client)
+    tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
+    run_id = None
+    with _sigterm_raises():
+        try:
+            run = client.create_run(experiment_id, run_name=contents.name, tags=tags)
+            run_id = run.info.run_id
+            now = int(time.time() * 1000)
+            client.log_batch(
+                run_id,
+                metrics=[Metric(k, v, now, 0) for k, v in contents.metrics.items()],
+                params=[Param(k, v) for k, v in sorted(contents.params.items())],
+                synchronous=True,
+            )
+            with tempfile.TemporaryDirectory(prefix="ragrig-mlflow-") as tmp:
+                folder = Path(tmp)
+                for path in contents.artifacts:
+                    if path.exists():
+                        _stage(path, folder / path.name)
+                _write_tables(contents.tables, folder)
+                client.log_artifacts(run_id, str(folder))
+            update_view(client, experiment_id, contents)
+        except BaseException as exc:
+            if run_id is not None:
+                error = f"{type(exc).__name__}: {exc}"[-4000:]
+                with contextlib.suppress(Exception):
+                    client.set_tag(run_id, TAG_ERROR, error)
+                client.set_terminated(run_id, status="FAILED")
+            raise
+        client.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def _stage(src: Path, dest: Path) -> None:
+    """Hard link (no copy) where the file system allows it, else copy."""
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)

@@ -1,0 +1,87 @@
+"""The MLflow UI itself, rendered by headless Chromium: the link `make ui` prints opens the runs
+table (not the GenAI view) with the headline columns, and a run's answers.json shows as a
+table. Skipped where Debian's `chromium` is not installed."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragrig import ui
+from ragrig.report.tracking import log_run, runs_table_url
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dom(url: str, profile: Path) -> str:
+    """The page's DOM after its scripts ran (a fresh browser profile: no saved UI state)."""
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=30000",
+            "--window-size=1600,1000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_runs_table_link_and_answers_table_render(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    answers = pd.DataFrame(
+        {
+            "qid": ["q1"],
+            "question": ["How many moons has Mars?"],
+            "passages": ["[1] d01#0: Mars has two moons."],
+            "answer": ["Two moons [1]"],
+            "faithfulness": [1.0],
+        }
+    )
+    metrics = {"retrieval": {"ndcg@10": 0.5, "recall@100": 1.0}, "judge": {"faithfulness": 0.75}}
+    run_id = log_run(
+        uri, "ragrig", {"retrieve": {"ef_search": 64}}, metrics, [], tmp_path, answers=answers
+    )
+    info = ui.start(tmp_path, uri, port=_free_port(), timeout=180)
+    try:
+        import requests
+
+        exp_id = requests.get(
+            f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": "ragrig"},
+            timeout=10,
+        ).json()["experiment"]["experiment_id"]
+        table = _dom(runs_table_url(info["url"], exp_id), tmp_path / "profile1")
+        assert "viewing a shared view" in table  # the view was found and applied
+        for header in ("retrieval/ndcg_at_10", "retrieval/recall_at_100", "judge/faithfulness"):
+            assert header in table
+        assert "Run Name" in table  # the runs table, not the GenAI overview
+        art = _dom(
+            f"{info['url']}/#/experiments/{exp_id}/runs/{run_id}/artifacts/answers.json",
+            tmp_path / "profile2",
+        )
+        assert "View as table" in art and "How many moons has Mars?" in art
+    finally:
+        ui.stop(tmp_path)
