@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .conftest import copy_project, project_env, sh
+from .conftest import PROJECT, copy_project, project_env, sh
 
 pytestmark = pytest.mark.e2e
 
@@ -141,6 +141,23 @@ def test_second_repro_runs_no_stage(ws):
     proc = sh(["dvc", "repro"], ws)
     assert _ran(ws, before) == []
     assert "Running stage" not in proc.stdout
+
+
+def test_mlflow_logging_benchmark_on_the_fixture_run(ws):
+    """Smoke run of benchmarks/mlflow_logging.py on this finished run: it logs into its own
+    store (the project's store gains no run) and prints its figures."""
+    before = len(_mlflow_runs(ws))
+    proc = subprocess.run(
+        [_python(ws), str(PROJECT / "benchmarks" / "mlflow_logging.py"), "--project", str(ws)]
+        + ["--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "first run (creates the store)" in proc.stdout
+    assert "next 1 runs: median" in proc.stdout
+    assert len(_mlflow_runs(ws)) == before
 
 
 def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
