@@ -205,7 +205,7 @@ PARAM_SECTIONS = (
 # metrics.json entries whose names start like a params section (its `judge` and `rerank` parts)
 FULL_METRICS_LIKE_PARAMS = (
     r"rerank\.delta_",
-    r"judge\.(claim_support|completion_tokens|cpu_s|faithfulness|llm_cached|llm_model"
+    r"judge\.(answer_support|claim_support|completion_tokens|cpu_s|faithfulness|llm_cached|llm_model"
     r"|llm_status|n_scored|no_claims|prompt_tokens|renormalised|weights_used)",
 )
 
