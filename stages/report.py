@@ -18,6 +18,7 @@ def main() -> None:
     from ragrig.config import load_params, load_section
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
+    from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
@@ -54,6 +55,9 @@ def main() -> None:
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
     report = build_report(inputs, cfg)
+    # the reranker's paired deltas on identical candidate sets (bootstrap seeded by runtime.seed)
+    deltas = rerank_comparison(inputs, report, stage.read_runtime(args.params, "seed"))
+    report.metrics["deltas"] = {"rerank_vs_retrieve": deltas.metrics()}
     params = load_params(args.params)
     summary = format_summary(report.metrics, params)
     with atomic_dir(args.out) as out:
@@ -62,6 +66,8 @@ def main() -> None:
         report.scorecard.to_csv(out / "scorecard.csv", index=False, float_format="%.6f")
         (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
         write_plots(report, out / "plots")
+        write_deltas(deltas, out)
+        write_trec_files(inputs, out)
     write_json(args.metrics, report.metrics)
     print(summary)
     if cfg.mlflow.enabled:
@@ -76,6 +82,8 @@ def main() -> None:
                 args.out / "per_query.parquet",
                 args.out / "slices.csv",
                 args.out / "scorecard.csv",
+                args.out / "deltas.csv",
+                args.out / "deltas.json",
                 args.out / "summary.txt",
                 *sorted((args.out / "plots").glob("*.png")),
             ],
