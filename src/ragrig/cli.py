@@ -182,9 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     pc.set_defaults(func=cmd_calibrate)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
-    from ragrig import compare
+    from ragrig import commands
 
-    compare.add_parser(sub)
+    commands.add_parsers(sub)
     return p
 
 

@@ -117,24 +117,3 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for p in write_deltas(c, out):
             print(f"wrote {p}")
     return 0
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    pc = sub.add_parser(
-        "compare",
-        help="paired per-query deltas (B - A) of nDCG@10, MRR, P@1 with 95%% intervals",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    pc.add_argument("run_a", help="run A: .parquet run, TREC run file, stage or report folder")
-    pc.add_argument("run_b", help="run B (same forms)")
-    pc.add_argument("--qrels", default=None, help="qrels .parquet or TREC qrels file")
-    pc.add_argument("--slices", default=None, help="a report's per_query.parquet (slice columns)")
-    pc.add_argument("--seed", type=int, default=None, help="default: params.yaml runtime.seed")
-    pc.add_argument("--params", default="params.yaml")
-    pc.add_argument("--resamples", type=int, default=10_000)
-    pc.add_argument("--name-a", default=None)
-    pc.add_argument("--name-b", default=None)
-    pc.add_argument("--overall-only", action="store_true", help="no per-slice lines")
-    pc.add_argument("--out", default=None, help="folder for deltas.csv and deltas.json")
-    pc.set_defaults(func=cmd_compare)
