@@ -69,5 +69,10 @@ def add_tune_first_stage(sub: Any) -> None:
         help="after choosing, print the test split's figures (never used to choose)",
     )
     p.add_argument("--json", default=None, help="write every grid point's figures here")
+    p.add_argument(
+        "--chunk-vectors",
+        default=None,
+        help="chunk vectors the embed stage wrote (data/embed/chunks.npy): not re-embedded",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_lazy("ragrig.retrieve.tune", "cmd_tune"))

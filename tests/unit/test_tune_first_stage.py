@@ -116,3 +116,27 @@ def test_write_choice_sets_values_with_train_figures(tmp_path):
     assert yaml.safe_load(convex)["alpha"] == 0.35 and "nDCG@10 0.7100, alpha 0.5 0.6800" in convex
     write_choice(conf, result, "scifact")  # idempotent: one comment, not two
     assert (conf / "retrieve/hybrid_rrf.yaml").read_text() == rrf
+
+
+def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
+    import numpy as np
+
+    from ragrig.errors import DataValidationError
+    from ragrig.retrieve.tune import build_corpus
+
+    params = PROJECT / "params.yaml"
+    documents, _ = load_split(params, "train", _dataset(tmp_path, TEST))
+    short = tmp_path / "short.npy"
+    np.save(short, np.ones((3, 384), dtype=np.float32))
+    with pytest.raises(DataValidationError, match="3 vectors for 20 chunks"):
+        build_corpus(documents, params, chunk_vectors=short)
+    other = tmp_path / "other.npy"
+    rng = np.random.default_rng(0)
+    np.save(other, rng.standard_normal((20, 384)).astype(np.float32))
+    with pytest.raises(DataValidationError, match="to a fresh encoding"):
+        build_corpus(documents, params, chunk_vectors=other)
+    same = tmp_path / "same.npy"
+    first = build_corpus(documents, params)
+    np.save(same, first.dense.reconstruct_n(0, 20))
+    reused = build_corpus(documents, params, chunk_vectors=same)
+    assert reused.n_chunks == 20

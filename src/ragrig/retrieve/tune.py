@@ -117,26 +117,64 @@ def load_split(params: Path, split: str, root: Path | None = None) -> tuple[Any,
     return parsed.documents, Split(split, queries["qid"].tolist(), queries["text"].tolist(), qrels)
 
 
-def build_corpus(documents: Any, params: Path, progress: bool = False) -> Corpus:
-    """Chunk, embed (once) and index the corpus as the chunk, embed and index stages do."""
+def build_corpus(
+    documents: Any,
+    params: Path,
+    progress: bool = False,
+    chunk_vectors: Path | None = None,
+    check_rows: int = 4,
+) -> Corpus:
+    """Chunk, embed (once) and index the corpus as the chunk, embed and index stages do.
+
+    `chunk_vectors`: a .npy of chunk vectors the embed stage already wrote for this corpus and
+    embed section (data/embed/chunks.npy); used instead of embedding when its row count matches,
+    its chunk_ids.parquet beside it (if any) lists the same chunks, and `check_rows` rows spread
+    over it equal a fresh encoding of their texts (cosine >= 0.999). Otherwise one clear error.
+    """
     from ragrig.chunk import chunk_documents, make_chunker
     from ragrig.config import load_section
     from ragrig.embed import make_embedder
+    from ragrig.errors import DataValidationError
     from ragrig.index import DENSE_INDEXES
     from ragrig.registry import resolve
 
     chunks = chunk_documents(documents, make_chunker(load_section("chunk", params)), progress)
     embed_cfg = load_section("embed", params)
     passages = make_embedder(embed_cfg, role="passage")
+    texts = chunks["text"].tolist()
     t0 = time.perf_counter()
-    vectors = passages.encode(chunks["text"].tolist(), progress=progress)
+    if chunk_vectors is None:
+        vectors = passages.encode(texts, progress=progress)
+    else:
+        path = Path(chunk_vectors)
+        vectors = np.load(path)
+        if vectors.shape[0] != len(texts):
+            raise DataValidationError(
+                f"{path}: {vectors.shape[0]} vectors for {len(texts)} chunks of this corpus"
+            )
+        ids_path = path.parent / "chunk_ids.parquet"
+        if ids_path.exists():
+            import pandas as pd
+
+            if pd.read_parquet(ids_path)["id"].tolist() != chunks["chunk_id"].tolist():
+                raise DataValidationError(f"{ids_path}: chunk ids differ from this corpus's chunks")
+        rows = np.linspace(0, len(texts) - 1, num=min(check_rows, len(texts))).astype(int)
+        fresh = passages.encode([texts[i] for i in rows])
+        cos = np.sum(fresh * vectors[rows], axis=1) / (
+            np.linalg.norm(fresh, axis=1) * np.linalg.norm(vectors[rows], axis=1)
+        )
+        if float(cos.min()) < 0.999:
+            raise DataValidationError(
+                f"{path}: row {int(rows[int(np.argmin(cos))])} has cosine {float(cos.min()):.4f} "
+                "to a fresh encoding: vectors of another model or settings"
+            )
     embed_s = time.perf_counter() - t0
     index_cfg = load_section("index", params)
     dense = resolve(DENSE_INDEXES, index_cfg.dense.method, "dense index")(vectors, index_cfg.dense)
     return Corpus(
         chunk_doc=chunks["doc_id"].to_numpy(),
         chunk_ids=chunks["chunk_id"].to_numpy(),
-        texts=chunks["text"].tolist(),
+        texts=texts,
         dense=dense,
         embedder=passages,
         query_embedder=passages.with_prefix(embed_cfg.query_prefix),
@@ -378,8 +416,10 @@ def cmd_tune(args: Any) -> int:
     }
     documents, train = load_split(params, "train", root)
     print(f"tune-first-stage: {name} train split, {len(train.query_ids)} queries", flush=True)
-    corpus = build_corpus(documents, params, progress=not args.quiet)
-    print(f"embedded {corpus.n_chunks} chunks once in {corpus.embed_s:.1f} s", flush=True)
+    vectors = Path(args.chunk_vectors) if args.chunk_vectors else None
+    corpus = build_corpus(documents, params, progress=not args.quiet, chunk_vectors=vectors)
+    how = f"read from {vectors} (checked on a sample)" if vectors else "embedded once"
+    print(f"{corpus.n_chunks} chunk vectors {how} in {corpus.embed_s:.1f} s", flush=True)
     result = tune(Lanes(corpus, train, params))
     print(format_tuning(result))
     out: dict[str, Any] = {
@@ -395,6 +435,7 @@ def cmd_tune(args: Any) -> int:
             "dense": result.dense,
         },
         "embed_s": corpus.embed_s,
+        "chunk_vectors": str(vectors) if vectors else None,
         "tune_s": result.seconds,
     }
     if not args.no_write:
