@@ -69,7 +69,12 @@ def _configured(params: Path, group: str) -> str:
 
 
 def run_table(
-    data: C.Dataset, params: Path, conf: Path, embeds: list[str], reranks: list[str]
+    data: C.Dataset,
+    params: Path,
+    conf: Path,
+    embeds: list[str],
+    reranks: list[str],
+    chunk_vectors: Path | None = None,
 ) -> list[dict[str, Any]]:
     import numpy as np
 
@@ -99,7 +104,12 @@ def run_table(
         ecfg = validate_section("embed", _option(conf, "embed", embed))
         passages = make_embedder(ecfg, role="passage")
         t0 = time.perf_counter()
-        vectors = passages.encode(texts)
+        if chunk_vectors is None:
+            vectors = passages.encode(texts)
+        else:  # written earlier by the embed stage for this embedder: read, checked on a sample
+            from ragrig.tune_first_stage import load_chunk_vectors
+
+            vectors = load_chunk_vectors(chunk_vectors, texts, list(chunk_ids), passages)
         embed_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         dense = resolve(DENSE_INDEXES, index_cfg.dense.method, "dense index")(
@@ -198,11 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embed", nargs="+", default=None, help="conf/embed options, or all")
     p.add_argument("--rerank", nargs="+", default=["identity"], help="conf/rerank options")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument(
+        "--chunk-vectors",
+        type=Path,
+        default=None,
+        help="corpus vectors of the one --embed option (data/embed/chunks.npy): `embed s` is "
+        "then the time to read and check them",
+    )
     args = p.parse_args(argv)
     C.setup_env()
     C.apply_threads(args.params, torch=True)
     embeds = _options(args.conf, "embed", args.embed or [_configured(args.params, "embed")])
     reranks = _options(args.conf, "rerank", args.rerank)
+    if args.chunk_vectors is not None and len(embeds) != 1:
+        p.error("--chunk-vectors holds one embedder's vectors: give one --embed option")
     data = C.load_dataset(args.dataset_root, args.params, split=args.split)
     print(
         f"results table: {args.dataset_root.name} {args.split}, {len(data.query_ids)} queries, "
@@ -210,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     t0 = time.perf_counter()
-    rows = run_table(data, args.params, args.conf, embeds, reranks)
+    rows = run_table(data, args.params, args.conf, embeds, reranks, args.chunk_vectors)
     wall = time.perf_counter() - t0
     if args.markdown:
         print(markdown(rows))
@@ -231,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 "chunks": len(data.chunks),
                 "embedders": embeds,
                 "rerankers": reranks,
+                "chunk_vectors": str(args.chunk_vectors) if args.chunk_vectors else None,
             },
             "rows": rows,
             "wall_s": wall,

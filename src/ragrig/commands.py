@@ -57,7 +57,7 @@ def add_tune_first_stage(sub: Any) -> None:
     p = sub.add_parser(
         "tune-first-stage",
         help="choose BM25 k1/b, RRF k and convex alpha on the train split; write them to conf/",
-        description=_doc("ragrig.retrieve.tune"),
+        description=_doc("ragrig.tune_first_stage"),
     )
     p.add_argument("--params", default="params.yaml", help="sections used: dataset .. retrieve")
     p.add_argument("--dataset-root", default=None, help="a BEIR folder (default: dataset.root)")
@@ -75,4 +75,4 @@ def add_tune_first_stage(sub: Any) -> None:
         help="chunk vectors the embed stage wrote (data/embed/chunks.npy): not re-embedded",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=_lazy("ragrig.retrieve.tune", "cmd_tune"))
+    p.set_defaults(func=_lazy("ragrig.tune_first_stage", "cmd_tune"))

@@ -12,7 +12,7 @@ import yaml
 
 from ragrig.cli import main
 from ragrig.errors import ConfigError
-from ragrig.retrieve.tune import Tuning, load_split, write_choice
+from ragrig.tune_first_stage import Tuning, load_split, write_choice
 
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"
@@ -122,7 +122,7 @@ def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
     import numpy as np
 
     from ragrig.errors import DataValidationError
-    from ragrig.retrieve.tune import build_corpus
+    from ragrig.tune_first_stage import build_corpus
 
     params = PROJECT / "params.yaml"
     documents, _ = load_split(params, "train", _dataset(tmp_path, TEST))

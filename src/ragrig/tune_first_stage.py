@@ -117,6 +117,37 @@ def load_split(params: Path, split: str, root: Path | None = None) -> tuple[Any,
     return parsed.documents, Split(split, queries["qid"].tolist(), queries["text"].tolist(), qrels)
 
 
+def load_chunk_vectors(
+    path: Path, texts: list[str], chunk_ids: list[str], embedder: Any, check_rows: int = 4
+) -> np.ndarray:
+    """Chunk vectors written earlier for these chunks (data/embed/chunks.npy), checked: the row
+    count, the chunk_ids.parquet beside the file if any, and `check_rows` rows spread over it
+    against a fresh encoding of their texts (cosine >= 0.999). A mismatch is one clear error."""
+    import pandas as pd
+
+    from ragrig.errors import DataValidationError
+
+    vectors = np.load(path)
+    if vectors.shape[0] != len(texts):
+        raise DataValidationError(
+            f"{path}: {vectors.shape[0]} vectors for {len(texts)} chunks of this corpus"
+        )
+    ids_path = path.parent / "chunk_ids.parquet"
+    if ids_path.exists() and pd.read_parquet(ids_path)["id"].tolist() != list(chunk_ids):
+        raise DataValidationError(f"{ids_path}: chunk ids differ from this corpus's chunks")
+    rows = np.linspace(0, len(texts) - 1, num=min(check_rows, len(texts))).astype(int)
+    fresh = embedder.encode([texts[i] for i in rows])
+    cos = np.sum(fresh * vectors[rows], axis=1) / (
+        np.linalg.norm(fresh, axis=1) * np.linalg.norm(vectors[rows], axis=1)
+    )
+    if float(cos.min()) < 0.999:
+        raise DataValidationError(
+            f"{path}: row {int(rows[int(np.argmin(cos))])} has cosine {float(cos.min()):.4f} "
+            "to a fresh encoding: vectors of another model or settings"
+        )
+    return vectors
+
+
 def build_corpus(
     documents: Any,
     params: Path,
@@ -134,7 +165,6 @@ def build_corpus(
     from ragrig.chunk import chunk_documents, make_chunker
     from ragrig.config import load_section
     from ragrig.embed import make_embedder
-    from ragrig.errors import DataValidationError
     from ragrig.index import DENSE_INDEXES
     from ragrig.registry import resolve
 
@@ -146,28 +176,9 @@ def build_corpus(
     if chunk_vectors is None:
         vectors = passages.encode(texts, progress=progress)
     else:
-        path = Path(chunk_vectors)
-        vectors = np.load(path)
-        if vectors.shape[0] != len(texts):
-            raise DataValidationError(
-                f"{path}: {vectors.shape[0]} vectors for {len(texts)} chunks of this corpus"
-            )
-        ids_path = path.parent / "chunk_ids.parquet"
-        if ids_path.exists():
-            import pandas as pd
-
-            if pd.read_parquet(ids_path)["id"].tolist() != chunks["chunk_id"].tolist():
-                raise DataValidationError(f"{ids_path}: chunk ids differ from this corpus's chunks")
-        rows = np.linspace(0, len(texts) - 1, num=min(check_rows, len(texts))).astype(int)
-        fresh = passages.encode([texts[i] for i in rows])
-        cos = np.sum(fresh * vectors[rows], axis=1) / (
-            np.linalg.norm(fresh, axis=1) * np.linalg.norm(vectors[rows], axis=1)
+        vectors = load_chunk_vectors(
+            Path(chunk_vectors), texts, chunks["chunk_id"].tolist(), passages, check_rows
         )
-        if float(cos.min()) < 0.999:
-            raise DataValidationError(
-                f"{path}: row {int(rows[int(np.argmin(cos))])} has cosine {float(cos.min()):.4f} "
-                "to a fresh encoding: vectors of another model or settings"
-            )
     embed_s = time.perf_counter() - t0
     index_cfg = load_section("index", params)
     dense = resolve(DENSE_INDEXES, index_cfg.dense.method, "dense index")(vectors, index_cfg.dense)
