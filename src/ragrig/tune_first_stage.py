@@ -308,14 +308,39 @@ def tune(
     return result
 
 
+def runs_of(lanes: Lanes, setting: dict[str, float]) -> dict[str, dict[str, list[str]]]:
+    """Document rankings of each first-stage method under one setting (k1, b, rrf_k, alpha)."""
+    bm25 = lanes.bm25(setting["k1"], setting["b"])
+
+    def docs(lane: dict[str, list]) -> dict[str, list[str]]:
+        return {q: [d for d, _, _ in r] for q, r in lane.items()}
+
+    return {
+        "bm25": docs(bm25),
+        "dense": docs(lanes.dense),
+        "hybrid_rrf": lanes.fused(bm25, "hybrid_rrf", rrf_k=int(setting["rrf_k"])),
+        "hybrid_convex": lanes.fused(bm25, "hybrid_convex", alpha=setting["alpha"]),
+    }
+
+
 def evaluate(lanes: Lanes, chosen: dict[str, float]) -> dict[str, dict[str, float]]:
     """Figures of the chosen settings on `lanes`' split (for the test split: report only)."""
-    bm25 = lanes.bm25(chosen["k1"], chosen["b"])
+    return {m: lanes.measure(run) for m, run in runs_of(lanes, chosen).items()}
+
+
+def paired_deltas(
+    lanes: Lanes, before: dict[str, float], chosen: dict[str, float], seed: int
+) -> dict[str, dict[str, Any]]:
+    """Per method, the paired deltas (chosen - before) over `lanes`' queries with intervals."""
+    from ragrig.metrics.deltas import compare_runs
+
+    a, b = runs_of(lanes, before), runs_of(lanes, chosen)
     return {
-        "bm25": lanes.measure(bm25),
-        "dense": lanes.measure(lanes.dense),
-        "hybrid_rrf": lanes.measure(lanes.fused(bm25, "hybrid_rrf", rrf_k=int(chosen["rrf_k"]))),
-        "hybrid_convex": lanes.measure(lanes.fused(bm25, "hybrid_convex", alpha=chosen["alpha"])),
+        m: compare_runs(
+            a[m], b[m], lanes.split.qrels, seed=seed, names=("before", "chosen")
+        ).metrics()
+        for m in a
+        if m != "dense"  # the dense lane has no tuned setting
     }
 
 
@@ -458,6 +483,10 @@ def cmd_tune(args: Any) -> int:
         _, test = load_split(params, "test", root)
         lanes = Lanes(corpus, test, params)
         out["test"] = {"chosen": evaluate(lanes, result.chosen), "before": evaluate(lanes, before)}
+        from ragrig import stage
+
+        seed = stage.read_runtime(params, "seed")
+        out["test_paired_deltas"] = paired_deltas(lanes, before, result.chosen, seed)
         print(f"test split ({len(test.query_ids)} queries), for the record only:")
         for label, figures in out["test"].items():
             for method, m in figures.items():
@@ -465,6 +494,11 @@ def cmd_tune(args: Any) -> int:
                     f"  {label:<7} {method:<14} nDCG@10 {m['ndcg@10']:.4f}  "
                     f"R@100 {m['recall@100']:.4f}  MRR {m['rr']:.4f}"
                 )
+        print("  paired deltas chosen - before (95% bootstrap interval, randomisation p):")
+        for method, measures in out["test_paired_deltas"].items():
+            d = measures["ndcg@10"]
+            ci = f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]" if "ci_low" in d else "(one query)"
+            print(f"  {method:<14} nDCG@10 {d['delta']:+.4f} {ci} p {d['p_value']:.3f}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")

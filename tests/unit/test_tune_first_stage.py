@@ -140,3 +140,32 @@ def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
     np.save(same, first.dense.reconstruct_n(0, 20))
     reused = build_corpus(documents, params, chunk_vectors=same)
     assert reused.n_chunks == 20
+
+
+def test_paired_deltas_of_a_setting_against_itself_are_zero(tmp_path):
+    from ragrig.tune_first_stage import Lanes, build_corpus, paired_deltas
+
+    params = PROJECT / "params.yaml"
+    documents, train = load_split(params, "train", _dataset(tmp_path, TEST))
+    lanes = Lanes(build_corpus(documents, params), train, params)
+    setting = {"k1": 0.9, "b": 0.4, "rrf_k": 60, "alpha": 0.5}
+    out = paired_deltas(lanes, setting, dict(setting), seed=13)
+    assert set(out) == {"bm25", "hybrid_rrf", "hybrid_convex"}
+    for measures in out.values():
+        assert {m: v["delta"] for m, v in measures.items()} == {"ndcg@10": 0, "rr": 0, "p@1": 0}
+        assert measures["ndcg@10"]["n"] == 5 and measures["ndcg@10"]["p_value"] == 1.0
+
+
+def test_evaluate_test_reports_figures_and_paired_deltas_after_choosing(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    code = main(
+        ["tune-first-stage", "--params", str(PROJECT / "params.yaml"), "--quiet"]
+        + ["--dataset-root", str(_dataset(tmp_path, TEST)), "--no-write", "--evaluate-test"]
+        + ["--json", str(out)]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert set(data["test"]) == {"chosen", "before"}
+    assert set(data["test_paired_deltas"]) == {"bm25", "hybrid_rrf", "hybrid_convex"}
+    assert data["test_paired_deltas"]["bm25"]["ndcg@10"]["n"] == 3  # queries 6-8 (9: no gold)
+    assert "paired deltas chosen - before" in capsys.readouterr().out
