@@ -93,3 +93,13 @@ def test_runs_on_different_query_sets_are_refused_in_one_line():
     msg = str(e.value)
     assert "\n" not in msg
     assert "1 query id(s) only in A ['q3']" in msg and "1 only in B ['q4']" in msg
+
+
+def test_a_query_the_slice_table_lacks_is_counted_as_missing():
+    slices = pd.DataFrame({"qid": ["q1", "q2"], "kind": ["x", "x"]})
+    c = compare_runs(RUN_A, RUN_B, QRELS, seed=13, slices=slices, slice_names=["kind"])
+    missing = _row(c.summary, "rr", "kind", "missing")
+    assert missing["n"] == 1 and missing["delta"] == pytest.approx(2 / 3)
+    assert _row(c.summary, "rr", "kind", "x")["n"] == 2
+    n = c.as_dict()["slices"]["kind"]["missing"]["rr"]["n"]
+    assert n == 1 and type(n) is int

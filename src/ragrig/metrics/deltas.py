@@ -30,7 +30,7 @@ import pandas as pd
 
 from ragrig.errors import DataValidationError
 from ragrig.metrics.ir import Qrels, Rankings, per_query
-from ragrig.metrics.names import ALL
+from ragrig.metrics.names import ALL, MISSING
 
 MEASURES: tuple[str, ...] = ("ndcg@10", "rr", "p@1")
 # Readable names of the measures above (the project's tables use the ir_measures-derived keys).
@@ -161,6 +161,8 @@ def summarise(
         if slices is None:
             raise ValueError("slice names given without a slice table")
         joined = deltas.merge(slices[["qid", *slice_names]], on="qid", how="left")
+        # a query the slice table lacks is counted in the `missing` bucket, never dropped
+        joined[list(slice_names)] = joined[list(slice_names)].astype(object).fillna(MISSING)
         for name in slice_names:
             for value, g in joined.groupby(name, sort=True):
                 groups.append((name, str(value), g))
@@ -196,7 +198,8 @@ class Comparison:
         """JSON-ready: settings, then overall[measure] and slices[name][value][measure]."""
 
         def entry(row: Any) -> dict[str, Any]:
-            return {k: getattr(row, k) for k in SUMMARY_COLUMNS[3:]}
+            out = {k: getattr(row, k) for k in SUMMARY_COLUMNS[3:]}
+            return {k: v if v is None else int(v) if k == "n" else float(v) for k, v in out.items()}
 
         overall: dict[str, Any] = {}
         by_slice: dict[str, dict[str, dict[str, Any]]] = {}
