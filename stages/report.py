@@ -14,7 +14,7 @@ def main() -> None:
     p.add_argument("--metrics", type=Path, required=True)
     p.add_argument("--html", type=Path, default=None, help="the run's HTML scorecard")
     args = p.parse_args()
-    seed = stage.read_runtime(args.params, "seed")  # the bootstrap intervals of the HTML page
+    seed = stage.read_runtime(args.params, "seed")  # every bootstrap: intervals, deltas, the page
     import numpy as np
     import pandas as pd
 
@@ -23,6 +23,7 @@ def main() -> None:
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.html import write_run_page
     from ragrig.report.mlflow_run import answers_table
+    from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
@@ -61,7 +62,10 @@ def main() -> None:
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
-    report = build_report(inputs, cfg, seed=stage.read_runtime(args.params, "seed"))
+    report = build_report(inputs, cfg, seed=seed)
+    # the reranker's paired deltas on identical candidate sets (bootstrap seeded by runtime.seed)
+    deltas = rerank_comparison(inputs, report, seed)
+    report.metrics["deltas"] = {"rerank_vs_retrieve": deltas.metrics()}
     params = load_params(args.params)
     summary = format_summary(report.metrics, params)
     with atomic_dir(args.out) as out:
@@ -72,6 +76,8 @@ def main() -> None:
         write_plots(report, out / "plots")
         # headline.json, latency.csv, recall_at_k.csv: what dvc metrics/plots/exp show read
         write_views(report.metrics, run_tables(inputs.reranked, inputs.lanes), inputs.qrels, out)
+        write_deltas(deltas, out)
+        write_trec_files(inputs, out)
     write_json(args.metrics, report.metrics)
     if args.html is not None:
         write_run_page(
@@ -91,6 +97,8 @@ def main() -> None:
                 args.out / "per_query.parquet",
                 args.out / "slices.csv",
                 args.out / "scorecard.csv",
+                args.out / "deltas.csv",
+                args.out / "deltas.json",
                 args.out / "summary.txt",
                 *sorted((args.out / "plots").glob("*.png")),
                 *([args.html] if args.html is not None else []),

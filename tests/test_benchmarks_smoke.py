@@ -179,3 +179,35 @@ def test_run_all_records_a_benchmark(tmp_path):
     assert summary["smoke"] is True and list(summary["benchmarks"]) == ["bm25"]
     assert "--dataset-root" in summary["benchmarks"]["bm25"]["command"]
     assert summary["benchmarks"]["bm25"]["config"]["documents"] == 20
+
+
+def test_results_table_on_the_fixture(tmp_path):
+    """benchmarks/results_table.py (the README's results table) runs on the fixture."""
+    out = tmp_path / "table.json"
+    cmd = [sys.executable, str(BENCH / "results_table.py"), "--dataset-root"]
+    cmd += [str(RUN_ALL.SMOKE_DATASET), "--markdown", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=PROJECT, env=project_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "| method | embedder | reranker | nDCG@10 |" in proc.stdout
+    r = json.loads(out.read_text())
+    assert r["benchmark"] == "results_table" and r["config"]["queries"] == 9
+    rows = {(row["method"], row["reranker"]): row for row in r["rows"]}
+    assert list(rows) == [
+        ("bm25", "identity"),
+        ("dense", "identity"),
+        ("hybrid_rrf", "identity"),
+        ("hybrid_convex", "identity"),
+    ]
+    assert rows[("bm25", "identity")]["ndcg@10"] == 1.0  # every gold shares terms with its query
+    assert rows[("bm25", "identity")]["published_ndcg@10"] == 0.679
+    assert rows[("hybrid_rrf", "identity")]["published_ndcg@10"] == 0.742
+    assert all(row["query_ms_p50"] > 0 and row["index_s"] > 0 for row in r["rows"])
+    assert rows[("dense", "identity")]["embed_s"] > 0 == rows[("bm25", "identity")]["embed_s"]
+    bad = subprocess.run(
+        [*cmd[:4], "--embed", "no_such_embedder"],
+        cwd=PROJECT,
+        env=project_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "no embed option 'no_such_embedder'; options: [" in bad.stderr

@@ -88,7 +88,7 @@ def test_set_overrides_compose_like_dvc_exp_run_s():
 def test_default_values():
     cfg = validate_all(compose(CONF))
     assert cfg["dataset"].root == "../shared/datasets/scifact"
-    assert cfg["retrieve"].method == "hybrid_rrf" and cfg["retrieve"].rrf_k == 60
+    assert cfg["retrieve"].method == "hybrid_rrf" and cfg["retrieve"].rrf_k == 5  # tuned on train
     assert (cfg["index"].dense.m, cfg["index"].dense.ef_construction) == (32, 200)
     assert cfg["generate"].method == "llama_cpp" and cfg["generate"].max_queries == 50
 

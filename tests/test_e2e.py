@@ -109,6 +109,30 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     run = runs.iloc[0]
     assert run["metrics.retrieval/ndcg_at_10"] == pytest.approx(metrics["retrieval"]["ndcg@10"])
     assert run["params.retrieve.ef_search"] == "128"
+    # rerank=identity: the reranker's paired deltas on identical candidates are exactly 0
+    for measure in ("ndcg@10", "rr", "p@1"):
+        d = metrics["deltas"]["rerank_vs_retrieve"][measure]
+        assert (d["delta"], d["ci_low"], d["ci_high"], d["p_value"]) == (0.0, 0.0, 0.0, 1.0)
+    assert run["metrics.deltas/rerank_vs_retrieve/ndcg_at_10/delta"] == 0.0
+    deltas = pd.read_csv(ws / "reports/run/deltas.csv")
+    assert (deltas["delta"] == 0.0).all() and "claim_label" in set(deltas["slice"])
+    # the TREC files read back by ir_measures give the report's figures
+    import ir_measures
+
+    trec = ws / "reports/run/trec"
+    assert {p.name for p in trec.iterdir()} == {
+        "lane_bm25.run",
+        "lane_dense.run",
+        "retrieve.run",
+        "final.run",
+        "qrels.txt",
+    }
+    ndcg = ir_measures.calc_aggregate(
+        [ir_measures.nDCG @ 10],
+        list(ir_measures.read_trec_qrels(str(trec / "qrels.txt"))),
+        list(ir_measures.read_trec_run(str(trec / "final.run"))),
+    )
+    assert list(ndcg.values())[0] == pytest.approx(metrics["retrieval"]["ndcg@10"], abs=1e-12)
     assert run["tags.params_hash"] and len(run["tags.git_commit"]) == 40
     # the scorecard: three axes measured on the fixture (relevance from the embed vectors and
     # qrels, correctness from the claim labels), logged, and read back by `ragrig gate`

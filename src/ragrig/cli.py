@@ -264,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.set_defaults(func=cmd_exp_show)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
+    from ragrig import commands
+
+    commands.add_parsers(sub)
     return p
 
 

@@ -82,7 +82,9 @@ LOOKS_DOWN_TO = {
         "data",
     },  # training pairs use the judge's claims and perturbations  # the LLM judge calls the generate backends (ragrig.judge.llm)
 }
-ORCHESTRATORS = {"cli", "sweep", "params"}  # drive or compose the whole pipeline
+# drive or compose the whole pipeline (compare: runs of any stages; tune_first_stage: parse to
+# retrieve on the train split)
+ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage"}
 
 
 def _ragrig_imports(path: Path) -> set[str]:

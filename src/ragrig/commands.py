@@ -1,0 +1,78 @@
+"""Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
+
+
+def _doc(module: str) -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    import ast
+    from pathlib import Path
+
+    return ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))) or ""
+
+
+def add_parsers(sub: Any) -> None:
+    add_compare(sub)
+    add_tune_first_stage(sub)
+
+
+def add_compare(sub: Any) -> None:
+    pc = sub.add_parser(
+        "compare",
+        help="paired per-query deltas (B - A) of nDCG@10, MRR, P@1 with 95%% intervals",
+        description=_doc("ragrig.compare"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pc.add_argument("run_a", help="run A: .parquet run, TREC run file, stage or report folder")
+    pc.add_argument("run_b", help="run B (same forms)")
+    pc.add_argument("--qrels", default=None, help="qrels .parquet or TREC qrels file")
+    pc.add_argument("--slices", default=None, help="a report's per_query.parquet (slice columns)")
+    pc.add_argument("--seed", type=int, default=None, help="default: params.yaml runtime.seed")
+    pc.add_argument("--params", default="params.yaml")
+    pc.add_argument("--resamples", type=int, default=10_000)
+    pc.add_argument("--name-a", default=None)
+    pc.add_argument("--name-b", default=None)
+    pc.add_argument("--overall-only", action="store_true", help="no per-slice lines")
+    pc.add_argument("--out", default=None, help="folder for deltas.csv and deltas.json")
+    pc.set_defaults(func=_lazy("ragrig.compare", "cmd_compare"))
+
+
+def add_tune_first_stage(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune-first-stage",
+        help="choose BM25 k1/b, RRF k and convex alpha on the train split; write them to conf/",
+        description=_doc("ragrig.tune_first_stage"),
+    )
+    p.add_argument("--params", default="params.yaml", help="sections used: dataset .. retrieve")
+    p.add_argument("--dataset-root", default=None, help="a BEIR folder (default: dataset.root)")
+    p.add_argument("--conf", default="conf")
+    p.add_argument("--no-write", action="store_true", help="print the choice, leave conf/ as is")
+    p.add_argument(
+        "--evaluate-test",
+        action="store_true",
+        help="after choosing, print the test split's figures (never used to choose)",
+    )
+    p.add_argument("--json", default=None, help="write every grid point's figures here")
+    p.add_argument(
+        "--chunk-vectors",
+        default=None,
+        help="chunk vectors the embed stage wrote (data/embed/chunks.npy): not re-embedded",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_lazy("ragrig.tune_first_stage", "cmd_tune"))
