@@ -49,9 +49,9 @@ class Outcome:
     experiment: str | None = None
 
 
-def _swept_value(cfg: dict[str, Any], key: str, override_value: str) -> Any:
+def _swept_value(cfg: dict[str, Any], key: str, override_value: str, conf: Path) -> Any:
     """The point's value of a swept key: a config group's option name, else the config's."""
-    if group_options(key) is not None:
+    if group_options(key, conf) is not None:
         return override_value.strip("'\"")
     node: Any = cfg
     for part in key.split("."):
@@ -63,13 +63,14 @@ def _swept_value(cfg: dict[str, Any], key: str, override_value: str) -> Any:
 
 def plan(project: Path, overrides: list[str]) -> tuple[list[Point], dict[str, list[str]]]:
     """Every point, composed and validated before anything runs."""
-    swept = swept_keys(overrides)
+    conf = project / "conf"
+    swept = swept_keys(overrides, conf)
     graph = StageGraph.from_dvc_yaml(project / "dvc.yaml")
     points = []
-    for i, ovs in enumerate(grid(overrides)):
-        cfg = compose_point(ovs)
+    for i, ovs in enumerate(grid(overrides, conf)):
+        cfg = compose_point(ovs, conf)
         values = {
-            _key(o): _swept_value(cfg, _key(o), o.split("=", 1)[1]) for o in ovs if _key(o) in swept
+            _key(o): _swept_value(cfg, _key(o), o.split("=", 1)[1], conf) for o in ovs if _key(o) in swept
         }
         points.append(Point(i, ovs, label(ovs, swept), cfg, values, stage_keys(cfg, graph)))
     return points, swept
