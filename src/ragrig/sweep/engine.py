@@ -70,7 +70,9 @@ def plan(project: Path, overrides: list[str]) -> tuple[list[Point], dict[str, li
     for i, ovs in enumerate(grid(overrides, conf)):
         cfg = compose_point(ovs, conf)
         values = {
-            _key(o): _swept_value(cfg, _key(o), o.split("=", 1)[1], conf) for o in ovs if _key(o) in swept
+            _key(o): _swept_value(cfg, _key(o), o.split("=", 1)[1], conf)
+            for o in ovs
+            if _key(o) in swept
         }
         points.append(Point(i, ovs, label(ovs, swept), cfg, values, stage_keys(cfg, graph)))
     return points, swept
@@ -231,7 +233,6 @@ def run_queue(
     outcomes: dict[int, Outcome] = {}
     for batch in Schedule([p.keys for p in points]).batches(jobs):
         names: dict[str, int] = {}
-        started: dict[str, float] = {}
         for i in batch:
             cmd = ["dvc", "exp", "run", "--queue"] + [
                 a for o in points[i].overrides for a in ("-S", o)
@@ -260,7 +261,7 @@ def run_queue(
                     ["dvc", "queue", "logs", name], cwd=project, capture_output=True, text=True
                 )
                 log.write_text(f"# dvc queue logs {name}\n{text.stdout}{text.stderr}")
-                secs = time.perf_counter() - started.get(name, t0)
+                secs = time.perf_counter() - t0  # since its batch started
                 ok = status[name] == "Success"
                 outcomes[i] = Outcome(
                     ok, secs, None if ok else f"{name}: {_error_lines(log)}", log, name
