@@ -112,6 +112,9 @@ def test_rerun_runs_no_stage_and_logs_no_run(ws):
     assert _ran(ws, before) == collections.Counter()
     assert len(_runs(ws)) == runs_before
     assert all(r["status"] == "ok" and "retrieval/ndcg_at_10" in r["metrics"] for r in rows)
+    # each point is an experiment of this commit with exactly its params: none runs again
+    progress = [ln for ln in stdout.splitlines() if ln.startswith("[")]
+    assert len(progress) == 4 and all("nothing to run" in ln for ln in progress)
 
 
 def test_outside_dataset_root_keeps_its_params_and_parse_is_restored(ws):
@@ -139,6 +142,16 @@ def test_outside_dataset_root_keeps_its_params_and_parse_is_restored(ws):
             if ln.strip().startswith("root:")
         }
     assert root in roots and not any(r.startswith("/") for r in roots)
+
+    # the same sweep again is not rerun; after the outside data changed it is (parse reruns)
+    before = len(_log(ws))
+    stdout, _ = _sweep(ws, "-j", "2", *BASE, f"dataset.root={root}", "retrieve.ef_search=16,64")
+    assert _ran(ws, before) == collections.Counter() and stdout.count("nothing to run") == 2
+    corpus = outside / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("Mars has two moons", "Mars has 2 moons"))
+    stdout, rows = _sweep(ws, "-j", "2", *BASE, f"dataset.root={root}", "retrieve.ef_search=16,64")
+    assert _ran(ws, before)["parse"] == 1 and "nothing to run" not in stdout
+    assert all(r["status"] == "ok" for r in rows)
 
 
 def test_failing_point_is_counted_recorded_and_the_others_run(ws):

@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("-j", "--jobs", type=int, default=None, help="points at a time")
         p.add_argument("-m", "--multirun", action="store_true", help="accepted, as Hydra's")
         p.add_argument("--sweep-dir", type=Path, default=None, help="logs and rows.json")
+        p.add_argument(
+            "--no-reuse",
+            action="store_true",
+            help="run a point even when an experiment of this commit has exactly its params",
+        )
         p.add_argument("overrides", nargs="*")
         ns = p.parse_args(args[1:] if queue else args)
         sweep_dir = ns.sweep_dir
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs=jobs,
             executor="queue" if queue else "temp",
             sweep_dir=sweep_dir,
+            reuse=not ns.no_reuse,
         )
     except RagrigError as exc:
         print(f"ragrig sweep: error: {exc}", file=sys.stderr)

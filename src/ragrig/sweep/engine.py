@@ -3,6 +3,7 @@ where they share no uncomputed stage), one progress line per point, the results 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -47,6 +48,7 @@ class Outcome:
     error: str | None
     log: Path
     experiment: str | None = None
+    reused: bool = False
 
 
 def _swept_value(cfg: dict[str, Any], key: str, override_value: str, conf: Path) -> Any:
@@ -160,6 +162,73 @@ def experiment_metrics(project: Path, name: str) -> dict[str, float]:
     return {k: float(v) for k, v in flat.items() if isinstance(v, int | float)}
 
 
+def _git(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True)
+
+
+_HASHES: dict[Path, str] = {}
+
+
+def _outside_deps_unchanged(project: Path, lock: dict[str, Any]) -> bool:
+    """Every dependency outside the repository (a dataset root such as ../shared/...) still has
+    the hash the experiment's dvc.lock recorded (git covers everything inside)."""
+    deps = [
+        d
+        for st in (lock.get("stages") or {}).values()
+        for d in st.get("deps") or []
+        if str(d.get("path", "")).startswith(("../", "/"))
+    ]
+    if not deps:
+        return True
+    from dvc.repo import Repo
+    from dvc_data.hashfile.build import build
+
+    paths = {(project / d["path"]).resolve() for d in deps}
+    if any(not p.exists() for p in paths):
+        return False
+    todo = [p for p in paths if p not in _HASHES]
+    if todo:
+        with Repo(str(project)) as repo:
+            for path in todo:
+                _, _, obj = build(repo.cache.local, str(path), repo.fs, "md5", dry_run=True)
+                _HASHES[path] = str(obj.hash_info.value)
+    return all(_HASHES[(project / d["path"]).resolve()] == d.get("md5") for d in deps)
+
+
+def existing_experiments(project: Path, points: list[Point]) -> dict[int, str]:
+    """Points already run as a DVC experiment of this commit with exactly these params, whose
+    every stage is therefore restored from the run-cache if run again: index -> experiment.
+
+    Only with no uncommitted change to a tracked file (DVC would run the point with it), and
+    only when every dependency outside the repository is unchanged."""
+    import yaml
+
+    head = _git(project, "rev-parse", "HEAD").stdout.strip()
+    if not head or _git(project, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+        return {}
+    refs = _git(
+        project, "for-each-ref", "--format=%(refname)", f"refs/exps/{head[:2]}/{head[2:]}/"
+    ).stdout.split()
+    by_params: dict[str, tuple[str, str]] = {}
+    for ref in refs:
+        text = _git(project, "show", f"{ref}:params.yaml")
+        if text.returncode == 0:
+            key = json.dumps(yaml.safe_load(text.stdout), sort_keys=True, default=str)
+            by_params.setdefault(key, (ref, ref.rsplit("/", 1)[-1]))
+    found: dict[int, str] = {}
+    for p in points:
+        hit = by_params.get(json.dumps(p.cfg, sort_keys=True, default=str))
+        if hit is None:
+            continue
+        lock = _git(project, "show", f"{hit[0]}:dvc.lock")
+        if lock.returncode != 0:
+            continue
+        parsed = yaml.safe_load(lock.stdout) or {}
+        if "report" in (parsed.get("stages") or {}) and _outside_deps_unchanged(project, parsed):
+            found[p.index] = hit[1]
+    return found
+
+
 class Progress:
     def __init__(self, total: int, stream: Any = None):
         self.total, self.done = total, 0
@@ -170,6 +239,8 @@ class Progress:
         with self.lock:
             self.done += 1
             status = "ok" if outcome.ok else "FAILED"
+            if outcome.reused:
+                status = f"ok (experiment {outcome.experiment} of this commit, nothing to run)"
             text = f"[{self.done}/{self.total}] {point.label}  {status}  {outcome.seconds:.1f} s"
             if not outcome.ok:
                 text += f"  (log: {outcome.log})"
@@ -183,6 +254,8 @@ def run_parallel(
     progress: Progress,
 ) -> dict[int, Outcome]:
     """Run the points `jobs` at a time, never two that need the same uncomputed stage."""
+    if not points:
+        return {}
     schedule = Schedule([p.keys for p in points])
     outcomes: dict[int, Outcome] = {}
     running: dict[Future, int] = {}
@@ -199,7 +272,7 @@ def run_parallel(
                     outcome = fut.result()
                 except Exception as exc:  # the point's runner itself broke
                     outcome = Outcome(False, 0.0, f"{type(exc).__name__}: {exc}", Path("-"))
-                outcomes[i] = outcome
+                outcomes[points[i].index] = outcome
                 schedule.finish(i, outcome.ok)
                 progress.line(points[i], outcome)
     return outcomes
@@ -231,6 +304,8 @@ def run_queue(
     """Through DVC's experiment queue: batches of points that share no uncomputed stage, each
     batch queued, run `jobs` at a time by `dvc queue start -j`, and waited for."""
     outcomes: dict[int, Outcome] = {}
+    if not points:
+        return outcomes
     for batch in Schedule([p.keys for p in points]).batches(jobs):
         names: dict[str, int] = {}
         for i in batch:
@@ -256,7 +331,7 @@ def run_queue(
             for name, i in names.items():
                 if i in outcomes or status.get(name) not in {"Success", "Failed"}:
                     continue
-                log = logs / f"{i:03d}.log"
+                log = logs / f"{points[i].index:03d}.log"
                 text = subprocess.run(
                     ["dvc", "queue", "logs", name], cwd=project, capture_output=True, text=True
                 )
@@ -277,7 +352,7 @@ def run_queue(
                     f"({', '.join(pending)}); see `dvc queue status` and `dvc queue start`"
                 )
             time.sleep(poll)
-    return outcomes
+    return {points[i].index: o for i, o in outcomes.items()}
 
 
 def outcomes_names(outcomes: dict[int, Outcome], names: dict[str, int]) -> set[str]:
@@ -301,6 +376,7 @@ def sweep(
     executor: str = "temp",
     sweep_dir: Path | None = None,
     stream: Any = None,
+    reuse: bool = True,
 ) -> int:
     """Run a sweep; return the number of failed points (the exit code, capped at 125)."""
     from ragrig.report.tracking import tracking_uri
@@ -347,13 +423,21 @@ def sweep(
         point_env = {**env, **(parent.env(point.label) if parent else {})}
         return run_point(point, project, point_env, logs / f"{point.index:03d}.log")
 
+    done = existing_experiments(project, points) if reuse else {}
+    outcomes = {
+        i: Outcome(True, 0.0, None, logs / f"{i:03d}.log", name, reused=True)
+        for i, name in done.items()
+    }
+    for i in done:
+        progress.line(points[i], outcomes[i])
+    todo = [p for p in points if p.index not in done]
     try:
         if executor == "queue":
             queue_env = {**env, **(parent.env("") if parent else {})}
             queue_env.pop("RAGRIG_SWEEP_POINT", None)
-            outcomes = run_queue(points, jobs, project, queue_env, logs, progress)
+            outcomes |= run_queue(todo, jobs, project, queue_env, logs, progress)
         else:
-            outcomes = run_parallel(points, jobs, one, progress)
+            outcomes |= run_parallel(todo, jobs, one, progress)
     except BaseException:
         if parent:
             parent.close(len(points), len(points))

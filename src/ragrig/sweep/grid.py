@@ -132,27 +132,31 @@ def group_options(group: str, conf_dir: Path | None = None) -> list[str] | None:
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
 
-def check_overrides(point: list[str], conf_dir: Path | None = None) -> None:
-    """Refuse an unknown config group option or an unknown key, naming the valid ones."""
-    from ragrig.params import compose
-
-    groups, keys = [], []
+def _check_groups(point: list[str], conf_dir: Path | None = None) -> list[str]:
+    """Refuse an unknown config group option; return the overrides that set keys."""
+    keys = []
     for o in point:
         if o.startswith(("+", "~")) or "=" not in o:
             continue  # `+k=v` adds a key on purpose; `~k` deletes one
         key, value = o.split("=", 1)
         options = group_options(key, conf_dir)
-        if options is not None:
-            if value.strip("'\"") not in options:
-                raise SweepError(
-                    f"unknown option {key}={value}: valid choices for {key} are "
-                    f"{', '.join(options)}"
-                )
-            groups.append(o)
-        else:
+        if options is None:
             keys.append(key)
+        elif value.strip("'\"") not in options:
+            raise SweepError(
+                f"unknown option {key}={value}: valid choices for {key} are {', '.join(options)}"
+            )
+    return keys
+
+
+def check_overrides(point: list[str], conf_dir: Path | None = None) -> None:
+    """Refuse an unknown config group option or an unknown key, naming the valid ones."""
+    from ragrig.params import compose
+
+    keys = _check_groups(point, conf_dir)
     if not keys:
         return
+    groups = [o for o in point if "=" in o and _key(o) not in keys and o[:1] not in "+~"]
     known = _flat_keys(compose(conf_dir or CONF_DIR, groups))
     for key in keys:
         if key in known:
@@ -170,9 +174,15 @@ def check_overrides(point: list[str], conf_dir: Path | None = None) -> None:
 
 def compose_point(point: list[str], conf_dir: Path | None = None) -> dict[str, Any]:
     """Check, compose and validate one point's config exactly as `dvc exp run -S` will."""
+    from hydra.errors import HydraException
+
     from ragrig.params import compose, validate_composition
 
-    check_overrides(point, conf_dir)
-    cfg = compose(conf_dir or CONF_DIR, point)
+    _check_groups(point, conf_dir)
+    try:
+        cfg = compose(conf_dir or CONF_DIR, point)
+    except HydraException:
+        check_overrides(point, conf_dir)  # names the unknown key and its nearest valid ones
+        raise
     validate_composition(cfg)
     return cfg
