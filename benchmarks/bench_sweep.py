@@ -231,9 +231,7 @@ def main(argv: list[str] | None = None) -> dict:
     # (e) fixed overhead per point: the first point again as a DVC experiment (--no-reuse),
     # every stage restored from the run-cache
     again = [
-        run_sweep(
-            par_repo, env_for(par_repo), [*overrides, *first], 1, f"again{i}", base, "--no-reuse"
-        )
+        run_sweep(par_repo, env_for(par_repo), list(first), 1, f"again{i}", base, "--no-reuse")
         for i in range(2)
     ]
     assert all(sum(a["stage_runs"].values()) == 0 for a in again), again
