@@ -92,7 +92,10 @@ def _error_lines(log: Path, n: int = 3) -> str:
 
 def run_point(point: Point, project: Path, env: dict[str, str], log: Path) -> Outcome:
     """One point as `dvc exp run --temp -S ...`, its output in `log`."""
-    cmd = ["dvc", "exp", "run", "--temp"] + [a for o in point.overrides for a in ("-S", o)]
+    # parallel points take the repository's lock in turn (stash, set-up, collecting the
+    # result); without --wait-for-lock DVC gives up after 3 s ("Unable to acquire lock")
+    cmd = ["dvc", "--wait-for-lock", "exp", "run", "--temp"]
+    cmd += [a for o in point.overrides for a in ("-S", o)]
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as fh:
         fh.write("$ " + " ".join(cmd) + "\n")
@@ -309,7 +312,7 @@ def run_queue(
     for batch in Schedule([p.keys for p in points]).batches(jobs):
         names: dict[str, int] = {}
         for i in batch:
-            cmd = ["dvc", "exp", "run", "--queue"] + [
+            cmd = ["dvc", "--wait-for-lock", "exp", "run", "--queue"] + [
                 a for o in points[i].overrides for a in ("-S", o)
             ]
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
