@@ -169,7 +169,7 @@ def test_failing_point_is_counted_recorded_and_the_others_run(ws):
     failed_line = next(ln for ln in stdout.splitlines() if "FAILED" in ln)
     assert "dataset.root=/nonexistent/tiny" in failed_line and "(log: " in failed_line
     log = Path(failed_line.split("(log: ", 1)[1].rstrip(")"))
-    assert log.is_file() and "dvc exp run --temp" in log.read_text()
+    assert log.is_file() and "exp run --temp" in log.read_text()
     assert stdout.splitlines()[-3].startswith("failed points (1):")
     new = [r for r in _runs(ws) if r.info.run_id not in runs_before]
     (parent,) = [r for r in new if r.data.tags.get("ragrig.sweep") == "1"]
