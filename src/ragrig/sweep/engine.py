@@ -170,6 +170,8 @@ def _git(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 _HASHES: dict[Path, str] = {}
+# what a DVC experiment commits on top of its baseline (anything else: uncommitted changes then)
+_EXPERIMENT_FILES = {"params.yaml", "dvc.lock"}
 
 
 def _outside_deps_unchanged(project: Path, lock: dict[str, Any]) -> bool:
@@ -224,8 +226,9 @@ def existing_experiments(project: Path, points: list[Point]) -> dict[int, str]:
         if hit is None:
             continue
         lock = _git(project, "show", f"{hit[0]}:dvc.lock")
-        if lock.returncode != 0:
-            continue
+        changed = _git(project, "diff", "--name-only", "HEAD", hit[0]).stdout.split()
+        if lock.returncode != 0 or set(changed) - _EXPERIMENT_FILES:
+            continue  # run from a workspace with other changes than its params: not this code
         parsed = yaml.safe_load(lock.stdout) or {}
         if "report" in (parsed.get("stages") or {}) and _outside_deps_unchanged(project, parsed):
             found[p.index] = hit[1]
