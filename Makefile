@@ -15,9 +15,10 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
+JOBS ?= 2
 
-.PHONY: setup repro test test-slow bench sweep exp smoke queue ui ui-stop lint params calibrate gate \
-	exp-show metrics-diff browser
+.PHONY: setup repro test test-slow bench sweep sweep-chunk sweep-hnsw sweep-models exp smoke queue ui \
+	ui-stop lint params calibrate gate exp-show metrics-diff browser
 
 setup: $(STAMP)
 
@@ -64,7 +65,17 @@ bench: $(STAMP) .dvc/config
 	$(BIN)/python benchmarks/run_all.py
 
 sweep: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep --multirun $(ARGS)
+	$(BIN)/python -m ragrig.sweep --multirun -j $(JOBS) $(ARGS)
+
+# The presets of conf/experiment/ (one word each; ARGS adds overrides, e.g. ARGS="dataset=tiny")
+sweep-chunk: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=chunk_sweep $(ARGS)
+
+sweep-hnsw: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=hnsw_sweep $(ARGS)
+
+sweep-models: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=model_sweep $(ARGS)
 
 # One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
 exp: $(STAMP) .dvc/config
@@ -78,7 +89,6 @@ smoke: $(STAMP) .dvc/config
 
 # DVC's experiment queue, JOBS at a time, waits for every point:
 #   make queue ARGS="retrieve.ef_search=32,64,128 chunk=document,recursive" JOBS=2
-JOBS ?= 2
 queue: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
 

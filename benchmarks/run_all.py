@@ -27,7 +27,7 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier", "sweep"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
@@ -36,6 +36,7 @@ QUICK_ARGS = {
     "calibrate": ["--quick"],
     "probes": ["--quick"],
     "verifier": [],
+    "sweep": ["--skip-sequential"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -91,6 +92,8 @@ SMOKE_ARGS = {
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
     ],
+    # two points of the fixture in parallel, their rerun, the overhead per point
+    "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
 }
 
 

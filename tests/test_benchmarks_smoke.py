@@ -211,3 +211,24 @@ def test_results_table_on_the_fixture(tmp_path):
         text=True,
     )
     assert bad.returncode == 1 and "no embed option 'no_such_embedder'; options: [" in bad.stderr
+
+
+def test_sweep_benchmark(smoke):
+    r = _ok(smoke, "sweep")
+    assert r["config"]["dataset"] == "tiny" and r["points"] == 2
+    assert r["minimum_stage_runs"] == {
+        "parse": 1,
+        "chunk": 1,
+        "embed": 1,
+        "index": 1,
+        "retrieve": 2,
+    }
+    par = r["parallel"]
+    assert par["failed"] == 0 and par["stage_runs_equal_minimum"] is True
+    assert par["stage_runs"]["retrieve"] == 2 and par["stage_runs"]["embed"] == 1
+    assert r["rerun"]["stage_runs"] == dict.fromkeys(r["rerun"]["stage_runs"], 0)
+    assert r["rerun"]["new_mlflow_runs"] == 0
+    overhead = r["overhead_per_point_s"]
+    assert overhead["dvc_experiment_all_restored"] > 0 and overhead["mlflow_report_log_run"] > 0
+    assert r["cold_single_run_s"] > 0
+    assert abs(r["yardstick_s"] - 2 * r["cold_single_run_s"]) <= 0.2

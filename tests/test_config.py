@@ -21,7 +21,8 @@ def _options() -> list[tuple[str, str]]:
     out = []
     for path in sorted(CONF.rglob("*.yaml")):
         rel = path.relative_to(CONF)
-        if rel.parent != Path("."):
+        # conf/experiment/ holds sweep presets, not options (tests/unit/test_sweep_plan.py)
+        if rel.parent != Path(".") and rel.parts[0] != "experiment":
             out.append((rel.parent.as_posix(), rel.stem))
     return out
 

@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from ragrig.sweep import grid, point_overrides
+from ragrig.sweep import SweepError, grid, link_dataset_root
 
 from ..conftest import PROJECT
 
@@ -35,17 +36,34 @@ def test_grid_is_the_product_of_sweep_values_in_order():
     assert grid([]) == [[]]
 
 
-def test_outside_root_with_spaces_is_quoted_so_hydra_reads_it_back(tmp_path):
-    project = tmp_path / "my proj" / "ragrig"
-    project.mkdir(parents=True)
-    (override,) = point_overrides([], "../data sets/scifact", project)[-1:]
-    parsed = OverridesParser.create().parse_overrides([override])[0]
-    assert parsed.value() == str((tmp_path / "my proj" / "data sets" / "scifact").resolve())
+def test_swept_values_with_spaces_keep_their_quotes():
     swept = grid(["dataset.root='/a b/c','/d'"])
     assert [OverridesParser.create().parse_overrides(p)[0].value() for p in swept] == [
         "/a b/c",
         "/d",
     ]
+
+
+def test_outside_dataset_root_resolves_the_same_from_dvc_experiment_copies(tmp_path):
+    # the point keeps `dataset.root=../data sets/scifact` (its params equal a plain run's);
+    # from DVC's copy <project>/.dvc/tmp/exps[/standalone]/tmpXXXX the same relative path
+    # reaches the real folder through a link under .dvc/tmp
+    project = tmp_path / "my proj" / "ragrig"
+    data = tmp_path / "my proj" / "data sets" / "scifact"
+    data.mkdir(parents=True)
+    (data / "corpus.jsonl").write_text("{}\n")
+    project.mkdir()
+    links = link_dataset_root(project, "../data sets/scifact")
+    assert len(links) == 2
+    for parent in (".dvc/tmp/exps/standalone", ".dvc/tmp/exps"):
+        copy = project / parent / "tmpabc123"
+        copy.mkdir(parents=True)
+        assert (copy / "../data sets/scifact/corpus.jsonl").read_text() == "{}\n"
+    assert link_dataset_root(project, "../data sets/scifact") == links  # idempotent
+    assert link_dataset_root(project, "tests/fixtures/tiny_beir") == []
+    assert link_dataset_root(project, str(data)) == []
+    with pytest.raises(SweepError, match="climbs above"):
+        link_dataset_root(project, "../../../../../elsewhere")
 
 
 def test_sweep_refuses_a_reserved_parameter_name_before_any_point(tmp_path):
@@ -83,3 +101,26 @@ def test_make_exp_refuses_an_unpriced_generator_before_dvc_runs(tmp_path):
     assert not (tmp_path / "m.db").exists()
     makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
     assert "ragrig.sweep prepare $(ARGS)\n\t$(BIN)/dvc exp run $(ARGS)" in makefile
+
+
+def test_sweep_rows_render_as_the_html_sweep_page(tmp_path):
+    """The rows the sweep writes are the HTML page's input (contract 2): the page is written
+    beside rows.json and shows every point, the failed one with its error."""
+    from ragrig.sweep import results
+
+    rows = [
+        results.row(
+            "retrieve.ef_search=32",
+            {"retrieve.ef_search": 32},
+            {"retrieval/ndcg_at_10": 0.6123, "retrieval/recall_at_100": 0.9},
+            "ok",
+            None,
+            1.5,
+        ),
+        results.row("retrieve.ef_search=64", {"retrieve.ef_search": 64}, {}, "failed", "boom", 2.0),
+    ]
+    results.write_rows(rows, tmp_path)
+    page = results.write_sweep_page(rows, tmp_path)
+    assert page == tmp_path / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert "0.6123" in html and "boom" in html and "ef_search" in html

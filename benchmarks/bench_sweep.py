@@ -1,0 +1,268 @@
+"""A sweep's cost: stage runs against the minimum, wall time against single cold runs, the
+rerun, and the fixed overhead per point. Everything runs in throwaway copies of the project.
+
+    python benchmarks/bench_sweep.py --dataset scifact   # 12 points: 3 chunk sizes x 2 M x 2 efSearch
+    python benchmarks/bench_sweep.py --dataset tiny      # the same shape on the 20-doc fixture
+
+With `generate=extractive` (and `report.mlflow` on, the default):
+
+(a) one cold `dvc repro` of the first point in a fresh copy (empty DVC cache): the cost of one
+    single run; twelve (the grid's size) of them is the yardstick;
+(b) the sweep sequentially (`-j 1`) in another fresh copy, (c) in parallel (`-j 2`) in a third:
+    wall time, and how many times each stage ran (stage log) against the minimum (one run per
+    distinct stage configuration: ragrig.sweep.plan);
+(d) (c)'s sweep rerun: stage runs (target 0), new MLflow runs (target 0), wall time (< 60 s);
+    every point is an experiment of this commit with the same params, so none is run again;
+(e) fixed overhead per point (target <= 3 s): the first point run again as a DVC experiment
+    (`--no-reuse`, twice, median), all of whose stages are restored (the DVC experiment's
+    set-up, restores and commit), apart from the MLflow
+    logging of one report (ragrig.report.tracking.log_run of (a)'s metrics and artifacts into a
+    scratch store, median of 3) and the sweep's own MLflow calls (parent run, lookups) per point.
+
+--skip-sequential leaves (b) out; --grid replaces the swept overrides (the smoke test runs two
+points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common as C
+from bench_pipeline import copy_tracked, git, read_log, timed
+
+SCIFACT_GRID = ["chunk.max_tokens=128,256,512", "index.dense.m=16,32", "retrieve.ef_search=64,128"]
+TINY_GRID = ["chunk.max_tokens=8,16,24", "index.dense.m=16,32", "retrieve.ef_search=16,64"]
+BASE = {
+    "scifact": ["generate=extractive", "chunk=recursive"],
+    "tiny": ["dataset=tiny", "generate=extractive", "chunk=recursive", "chunk.overlap=2"],
+}
+STAGES = ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
+OVERHEAD_TARGET_S = 3.0
+RERUN_TARGET_S = 60.0
+WALL_RATIO_TARGET = 0.35
+
+
+def fresh_copy(base: Path, name: str, env: dict, overrides: list[str]) -> Path:
+    repo = base / name
+    repo.mkdir()
+    copy_tracked(C.PROJECT_ROOT, repo)
+    git(repo, "init", "-q")
+    py = sys.executable
+    timed([py, "-m", "ragrig.cli", "init-dvc"], repo, env, base / f"{name}-init.log")
+    timed(
+        [py, "-m", "ragrig.cli", "params", "write", *overrides], repo, env, base / f"{name}-p.log"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "benchmark copy")
+    return repo
+
+
+def stage_counts(log: Path, since: int) -> dict[str, int]:
+    counts = collections.Counter(e["stage"] for e in read_log(log)[since:] if e["status"] == "ok")
+    return {s: counts.get(s, 0) for s in [*STAGES, "train_verifier"]}
+
+
+def mlflow_run_count(repo: Path) -> int:
+    from mlflow.tracking import MlflowClient
+
+    db = repo / "mlflow.db"
+    if not db.exists():
+        return 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exps = client.search_experiments()
+    return len(client.search_runs([e.experiment_id for e in exps], max_results=10000))
+
+
+def run_sweep(
+    repo: Path, env: dict, overrides: list[str], jobs: int, name: str, base: Path, *extra: str
+):
+    out = base / f"{name}-sweep"
+    n0 = len(read_log(Path(env["RAGRIG_STAGE_LOG"])))
+    runs0 = mlflow_run_count(repo)
+    cmd = [sys.executable, "-m", "ragrig.sweep", "-j", str(jobs), "--sweep-dir", str(out), *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.run([*cmd, *overrides], cwd=repo, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    (base / f"{name}-sweep.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    if proc.returncode != 0:
+        print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+        raise RuntimeError(f"sweep {name} failed ({proc.returncode}); log {base}/{name}-sweep.log")
+    rows = json.loads((out / "rows.json").read_text())
+    return {
+        "wall_s": round(wall, 1),
+        "stage_runs": stage_counts(Path(env["RAGRIG_STAGE_LOG"]), n0),
+        "new_mlflow_runs": mlflow_run_count(repo) - runs0,
+        "point_seconds": [r["seconds"] for r in rows],
+        "failed": sum(r["status"] != "ok" for r in rows),
+        "output_lines": len(proc.stdout.splitlines()),
+    }
+
+
+def log_run_seconds(repo: Path, base: Path, repeats: int = 3) -> float:
+    """MLflow logging of one report: log_run with (a)'s metrics and artifacts, scratch store."""
+    from ragrig.config import load_params
+    from ragrig.report.tracking import ensure_experiment, log_run
+
+    uri = f"sqlite:///{base / 'scratch-mlflow.db'}"
+    ensure_experiment(uri, "bench")
+    metrics = json.loads((repo / "reports" / "metrics.json").read_text())
+    artifacts = [
+        repo / "reports" / "metrics.json",
+        *sorted((repo / "reports" / "run").rglob("*.*")),
+    ]
+    params = load_params(repo / "params.yaml")
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        log_run(uri, "bench", params, metrics, artifacts, repo)
+        times.append(time.perf_counter() - t0)
+    return C.median(times)
+
+
+def sweep_mlflow_seconds(repo: Path, overrides: list[str], n_points: int) -> float:
+    """The sweep's own MLflow calls per point: open the parent, look one child up, close."""
+    from ragrig.report.tracking import params_hash
+    from ragrig.sweep.engine import plan
+    from ragrig.sweep.runs import ParentRun, now_ms
+
+    points, swept = plan(repo, overrides)
+    uri = f"sqlite:///{repo / 'mlflow.db'}"
+    t0 = time.perf_counter()
+    parent = ParentRun.open(uri, "ragrig", swept, [p.cfg for p in points])
+    since = now_ms()
+    for p in points:
+        parent.child(p.label, params_hash(p.cfg), since)
+    parent.close(0, len(points))
+    return (time.perf_counter() - t0) / max(1, n_points)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    C.add_common_args(p, params=False)
+    p.add_argument("--dataset", choices=["scifact", "tiny"], default=None)
+    p.add_argument("--grid", nargs="+", default=None, help="swept overrides (default per dataset)")
+    p.add_argument("--jobs", type=int, default=2, help="points at a time in the parallel sweep")
+    p.add_argument("--skip-sequential", action="store_true", help="leave out the -j 1 sweep")
+    p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    args = p.parse_args(argv)
+    C.setup_env()
+    if args.dataset is None:  # run_all passes --dataset-root: the fixture means `tiny`
+        tiny = (C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir").resolve()
+        args.dataset = "tiny" if args.dataset_root.resolve() == tiny else "scifact"
+    overrides = list(BASE[args.dataset])
+    if args.dataset == "scifact":
+        overrides.append(f"dataset.root={args.dataset_root.resolve()}")
+    grid_args = args.grid or (SCIFACT_GRID if args.dataset == "scifact" else TINY_GRID)
+    sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
+    from ragrig.sweep.engine import plan
+    from ragrig.sweep.plan import Schedule
+
+    points, _ = plan(C.PROJECT_ROOT, [*overrides, *grid_args])
+    schedule = Schedule([pt.keys for pt in points])
+    minimum = {s: schedule.distinct(s) for s in ("parse", "chunk", "embed", "index", "retrieve")}
+    n = len(points)
+    first = points[0].overrides
+
+    base = Path(tempfile.mkdtemp(prefix="ragrig-bench-sweep-", dir=args.workdir))
+    print(f"throwaway copies under {base}; {n} points; minimum stage runs {minimum}", flush=True)
+    env = dict(os.environ)
+    env.update(C.OFFLINE_ENV)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("RAGRIG_MLFLOW_URI", None)
+
+    def env_for(repo: Path) -> dict:
+        return {
+            **env,
+            "PYTHONPATH": str(repo / "src"),
+            "RAGRIG_STAGE_LOG": str(repo.parent / f"{repo.name}-stages.jsonl"),
+        }
+
+    result = C.header("sweep", ["dvc", "mlflow"])
+    result["config"] = {"dataset": args.dataset, "overrides": overrides, "grid": grid_args}
+    result["points"] = n
+    result["minimum_stage_runs"] = minimum
+
+    # (a) one cold single run
+    cold_repo = fresh_copy(base, "cold", env_for(base / "cold"), first)
+    cold_s = timed(["dvc", "repro"], cold_repo, env_for(cold_repo), base / "cold-repro.log")
+    result["cold_single_run_s"] = round(cold_s, 1)
+    result["yardstick_s"] = round(cold_s * n, 1)
+    print(f"(a) one cold run {cold_s:.1f} s; x{n} = {cold_s * n:.1f} s", flush=True)
+
+    def judged(r: dict) -> dict:
+        runs = r["stage_runs"]
+        r["stage_runs_equal_minimum"] = all(runs[s] == m for s, m in minimum.items())
+        r["ratio_to_cold_runs"] = round(r["wall_s"] / (cold_s * n), 3)
+        return r
+
+    # (b) sequential, (c) parallel, each from an empty cache
+    if not args.skip_sequential:
+        seq_repo = fresh_copy(base, "seq", env_for(base / "seq"), first)
+        result["sequential"] = judged(
+            run_sweep(seq_repo, env_for(seq_repo), [*overrides, *grid_args], 1, "seq", base)
+        )
+        print(f"(b) sequential: {result['sequential']}", flush=True)
+    par_repo = fresh_copy(base, "par", env_for(base / "par"), first)
+    result["parallel"] = judged(
+        run_sweep(par_repo, env_for(par_repo), [*overrides, *grid_args], args.jobs, "par", base)
+    )
+    print(f"(c) parallel -j {args.jobs}: {result['parallel']}", flush=True)
+
+    # (d) the rerun, sequentially: every stage restored
+    rerun = run_sweep(par_repo, env_for(par_repo), [*overrides, *grid_args], 1, "rerun", base)
+    rerun["target_met"] = (
+        sum(rerun["stage_runs"].values()) == 0
+        and rerun["new_mlflow_runs"] == 0
+        and rerun["wall_s"] < RERUN_TARGET_S
+    )
+    result["rerun"] = rerun
+    print(f"(d) rerun: {rerun}", flush=True)
+
+    # (e) fixed overhead per point: the first point again as a DVC experiment (--no-reuse),
+    # every stage restored from the run-cache
+    again = [
+        run_sweep(par_repo, env_for(par_repo), list(first), 1, f"again{i}", base, "--no-reuse")
+        for i in range(2)
+    ]
+    assert all(sum(a["stage_runs"].values()) == 0 for a in again), again
+    os.environ["PYTHONPATH"] = str(par_repo / "src")
+    dvc_s = C.median([a["point_seconds"][0] for a in again])
+    mlflow_report_s = log_run_seconds(cold_repo, base)
+    mlflow_sweep_s = sweep_mlflow_seconds(par_repo, [*overrides, *grid_args], n)
+    total = dvc_s + mlflow_report_s + mlflow_sweep_s
+    result["overhead_per_point_s"] = {
+        "dvc_experiment_all_restored": round(dvc_s, 2),
+        "mlflow_report_log_run": round(mlflow_report_s, 2),
+        "mlflow_sweep_calls": round(mlflow_sweep_s, 3),
+        "total": round(total, 2),
+        "target_s": OVERHEAD_TARGET_S,
+        "target_met": total <= OVERHEAD_TARGET_S,
+    }
+    print(f"(e) overhead per point: {result['overhead_per_point_s']}", flush=True)
+    result["machine_load_after"] = [round(x, 2) for x in os.getloadavg()]
+    sweeps = [result[k] for k in ("sequential", "parallel") if k in result]
+    result["target_met"] = bool(
+        all(s["stage_runs_equal_minimum"] for s in sweeps)
+        and rerun["target_met"]
+        and result["overhead_per_point_s"]["target_met"]
+        and (
+            args.dataset != "scifact"
+            or all(s["ratio_to_cold_runs"] <= WALL_RATIO_TARGET for s in sweeps)
+        )
+    )
+    C.write_json(args.json, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

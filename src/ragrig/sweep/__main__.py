@@ -1,0 +1,5 @@
+import sys
+
+from ragrig.sweep.cli import main
+
+sys.exit(main())

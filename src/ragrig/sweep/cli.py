@@ -1,0 +1,67 @@
+"""`python -m ragrig.sweep`: the command line of a sweep."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ragrig.errors import RagrigError
+
+
+def _jobs_from_hydra(overrides: list[str]) -> int | None:
+    """`hydra/launcher=joblib` runs points in parallel: `hydra.launcher.n_jobs` of them
+    (joblib's default -1: one per core)."""
+    if not any(o.replace(" ", "") == "hydra/launcher=joblib" for o in overrides):
+        return None
+    n = next(
+        (int(o.split("=", 1)[1]) for o in overrides if o.startswith("hydra.launcher.n_jobs=")),
+        -1,
+    )
+    return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ragrig.sweep.engine import sweep
+    from ragrig.sweep.prepare import prepare
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    project = Path.cwd()
+    try:
+        if args[:1] == ["prepare"]:
+            # accepts `dvc exp run` arguments as they are: the `-S k=v` overrides are checked
+            uri = prepare(project, [a for a in args[1:] if "=" in a and not a.startswith("-")])
+            print(f"ready: dvc.lock checked, MLflow store {uri or '(disabled)'}")
+            return 0
+        queue = args[:1] == ["queue"]
+        p = argparse.ArgumentParser(
+            prog="python -m ragrig.sweep" + (" queue" if queue else ""),
+            description="Run every point of a Hydra override grid as a DVC experiment.",
+        )
+        p.add_argument("-j", "--jobs", type=int, default=None, help="points at a time")
+        p.add_argument("-m", "--multirun", action="store_true", help="accepted, as Hydra's")
+        p.add_argument("--sweep-dir", type=Path, default=None, help="logs and rows.json")
+        p.add_argument(
+            "--no-reuse",
+            action="store_true",
+            help="run a point even when an experiment of this commit has exactly its params",
+        )
+        p.add_argument("overrides", nargs="*")
+        ns = p.parse_args(args[1:] if queue else args)
+        sweep_dir = ns.sweep_dir
+        for o in ns.overrides:
+            if o.startswith("hydra.sweep.dir="):
+                sweep_dir = Path(o.split("=", 1)[1])
+        jobs = ns.jobs or _jobs_from_hydra(ns.overrides) or 1
+        return sweep(
+            project,
+            ns.overrides,
+            jobs=jobs,
+            executor="queue" if queue else "temp",
+            sweep_dir=sweep_dir,
+            reuse=not ns.no_reuse,
+        )
+    except RagrigError as exc:
+        print(f"ragrig sweep: error: {exc}", file=sys.stderr)
+        return 1
