@@ -11,8 +11,9 @@ sentence-transformers' Transformer + Pooling(mean) + Normalize modules do:
 
 Texts are batched in order of decreasing token count (ties by position), which keeps padding
 small; vectors come back in input order. The same texts in the same order give byte-identical
-vectors (fixed thread count, sequential execution). A text's vector can differ in the last bits
-with the batch it shares (a dynamically quantised model scales activations per batch).
+vectors (fixed thread count, sequential execution). A text encoded alone and within a padded
+batch agree to 1e-5 (other matrix shapes may round differently; tests/unit/test_embed.py).
+onnxruntime's intra-op threads are `runtime.threads` (the stage exports it as OMP_NUM_THREADS).
 """
 
 from __future__ import annotations
