@@ -27,11 +27,22 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier", "sweep"]
+BENCHMARKS = [
+    "bm25",
+    "ann",
+    "embed",
+    "embedders",
+    "pipeline",
+    "calibrate",
+    "probes",
+    "verifier",
+    "sweep",
+]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
     "embed": ["--n-docs", "300", "--repeats", "2"],
+    "embedders": ["--n-docs", "300"],
     "pipeline": ["--quick", "--noop-repeats", "1"],
     "calibrate": ["--quick"],
     "probes": ["--quick"],
@@ -63,6 +74,7 @@ SMOKE_ARGS = {
         "{tmp}/ann.png",
     ],  # fmt: skip
     "embed": ["--n-docs", "10", "--n-queries", "3", "--repeats", "1"],
+    "embedders": ["--n-docs", "10", "--n-queries", "3", "--cache-dir", "{tmp}/embedders-cache"],
     "pipeline": [
         "--noop-repeats",
         "1",

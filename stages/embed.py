@@ -19,7 +19,6 @@ def main() -> None:
 
     from ragrig.embed import encode_queries_timed, make_embedder
     from ragrig.io import atomic_dir, read_table, write_json, write_table
-    from ragrig.models import model_fingerprint
     from ragrig.progress import bar
 
     parse_dir, chunk_dir = args.inputs
@@ -46,7 +45,8 @@ def main() -> None:
         write_json(
             out / "manifest.json",
             {
-                "model": model_fingerprint(cfg.model),
+                "method": cfg.method,
+                **passages.fingerprint(),
                 "dim": int(chunk_vecs.shape[1]),
                 "chunks": len(chunks),
                 "queries": len(queries),

@@ -108,6 +108,27 @@ def test_embed_benchmark_compares_the_whole_stage_with_a_bare_encode(smoke):
     assert r["wall_s"]["stage"][0] > r["stage_logged_body_s_median"] > 0
 
 
+def test_embedders_benchmark_runs_the_four_embedders_side_by_side(smoke):
+    r = _ok(smoke, "embedders")
+    assert (r["config"]["chunks_sampled"], r["config"]["queries_alone"]) == (10, 3)
+    rows = r["embedders"]
+    assert list(rows) == ["minilm", "minilm_int8", "minilm_l3", "wordllama"]
+    assert rows["minilm"]["ratio_to_fp32"] == 1.0
+    assert [rows[n]["dim"] for n in rows] == [384, 384, 384, 256]
+    for name, row in rows.items():
+        assert row["passages_per_s"] > 0 and len(row["encode_s_runs"]) == 1, name
+        assert len(row["fingerprint"]["model"]["weights_sha256"]) == 64, name
+        assert not row["cached"]  # a fresh cache folder: every corpus was embedded
+        # 20 invented documents, one gold each: every lane finds it at rank 1 or 2
+        assert row["dense"]["recall@100"] == row["hybrid_rrf"]["recall@100"] == 1.0, name
+    assert rows["wordllama"]["cosine_to_fp32_sample"] is None  # 256-d: not comparable
+    assert rows["minilm_int8"]["cosine_to_fp32_sample"]["min"] >= 0.999
+    assert rows["minilm_int8"]["cosine_to_fp32_corpus"]["min"] >= 0.999
+    check = r["int8_vs_fp32"]
+    assert set(check) >= {"dense_ndcg@10_delta", "hybrid_rrf_ndcg@10_delta", "within_tolerance"}
+    assert r["target_met"] == check["within_tolerance"]
+
+
 def test_pipeline_benchmark(smoke):
     r = _ok(smoke, "pipeline")
     assert r["cold_repro"]["all_stages_ran_ok"] is True

