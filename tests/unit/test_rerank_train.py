@@ -212,3 +212,23 @@ def test_params_carry_the_train_rerank_section():
     cfg = validate_section("train_rerank", params["train_rerank"])
     assert cfg.enabled is False and cfg.split == "train"
     assert params["rerank"]["method"] == "identity"
+
+
+def test_rerank_depth_is_not_a_training_parameter():
+    """dvc.yaml: train_rerank's params hold no rerank key (a depth change never retrains);
+    the rerank stage reads the trained folder."""
+    import yaml
+
+    stages = yaml.safe_load((PROJECT / "dvc.yaml").read_text())["stages"]
+    params = stages["train_rerank"]["params"]
+    assert not [p for p in params if p == "rerank" or str(p).startswith("rerank.")]
+    assert params == ["train_rerank", "dataset", "parse", "runtime.threads"]
+    assert "data/train_rerank" in stages["rerank"]["deps"]
+
+
+def test_params_check_asks_for_the_training_stage():
+    from ragrig.params import compose, validate_composition
+
+    with pytest.raises(ConfigError, match="rerank=trained reads the model the train_rerank"):
+        validate_composition(compose(PROJECT / "conf", ["rerank=trained"]))
+    validate_composition(compose(PROJECT / "conf", ["rerank=trained", "train_rerank.enabled=true"]))
