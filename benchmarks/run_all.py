@@ -27,7 +27,7 @@ from pathlib import Path
 import _common as C
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier"]
+BENCHMARKS = ["bm25", "ann", "embed", "pipeline", "calibrate", "probes", "verifier", "rerank"]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
     "ann": ["--repeats", "2"],
@@ -36,11 +36,16 @@ QUICK_ARGS = {
     "calibrate": ["--quick"],
     "probes": ["--quick"],
     "verifier": [],
+    "rerank": ["--train", "--depths", "20"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
 # and under --smoke get their own fixture instead of tiny_beir.
-OWN_SMOKE_DATASET = {"calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"}
+OWN_SMOKE_DATASET = {
+    "calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
+    # tiny_beir with a train split: the reranker trains on it
+    "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
+}
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
 SMOKE_ARGS = {
@@ -83,6 +88,8 @@ SMOKE_ARGS = {
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
     ],
+    # trains on tiny_beir_train's five training queries, reranks BM25's candidates
+    "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
 }
 
 
