@@ -232,3 +232,20 @@ def test_params_check_asks_for_the_training_stage():
     with pytest.raises(ConfigError, match="rerank=trained reads the model the train_rerank"):
         validate_composition(compose(PROJECT / "conf", ["rerank=trained"]))
     validate_composition(compose(PROJECT / "conf", ["rerank=trained", "train_rerank.enabled=true"]))
+
+
+SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact"
+
+
+@pytest.mark.skipif(not (SCIFACT / "qrels" / "train.tsv").exists(), reason="SciFact not present")
+def test_scifact_training_queries_are_disjoint_from_its_test_queries():
+    from ragrig.data.beir import load_qrels, load_queries
+
+    train = D.training_queries(SCIFACT, "scifact", "train", "test")
+    test_qids = set(load_qrels(SCIFACT / "qrels" / "test.tsv"))
+    texts = load_queries(SCIFACT / "queries.jsonl")
+    test_texts = {texts[q].casefold().strip() for q in test_qids}
+    assert len(test_qids) == 300 and len(train.queries) == 807
+    assert train.dropped_eval_overlap == ["1291", "871"]  # test claims' texts repeated in train
+    assert not set(train.queries) & test_qids
+    assert not {t.casefold().strip() for t in train.queries.values()} & test_texts
