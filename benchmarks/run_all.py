@@ -37,6 +37,7 @@ BENCHMARKS = [
     "probes",
     "verifier",
     "sweep",
+    "rerank",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -48,11 +49,16 @@ QUICK_ARGS = {
     "probes": ["--quick"],
     "verifier": [],
     "sweep": ["--skip-sequential"],
+    "rerank": ["--train", "--depths", "20"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
 # and under --smoke get their own fixture instead of tiny_beir.
-OWN_SMOKE_DATASET = {"calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"}
+OWN_SMOKE_DATASET = {
+    "calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
+    # tiny_beir with a train split: the reranker trains on it
+    "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
+}
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
 SMOKE_ARGS = {
@@ -106,6 +112,8 @@ SMOKE_ARGS = {
     ],
     # two points of the fixture in parallel, their rerun, the overhead per point
     "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
+    # trains on tiny_beir_train's five training queries, reranks BM25's candidates
+    "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
 }
 
 

@@ -1,4 +1,5 @@
-"""DVC stage rerank: rescore the top documents of each query (identity or cross-encoder)."""
+"""DVC stage rerank: rescore the top documents of each query (identity, a cross-encoder, or the
+reranker the train_rerank stage trained)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,13 @@ def main() -> None:
         write_table(latency, out / "latency.parquet", "latency")
         write_json(
             out / "manifest.json",
-            {"method": cfg.method, "depth": depth, "queries": int(new_run["qid"].nunique())},
+            {
+                "method": cfg.method,
+                "depth": depth,
+                "queries": int(new_run["qid"].nunique()),
+                # the trained model's weights hash (train_rerank's manifest), when there is one
+                "weights_sha256": getattr(reranker, "manifest", {}).get("weights_sha256"),
+            },
         )
     print(f"rerank: {cfg.method} over {new_run['qid'].nunique()} queries")
 

@@ -253,3 +253,20 @@ def test_sweep_benchmark(smoke):
     assert overhead["dvc_experiment_all_restored"] > 0 and overhead["mlflow_report_log_run"] > 0
     assert r["cold_single_run_s"] > 0
     assert abs(r["yardstick_s"] - 2 * r["cold_single_run_s"]) <= 0.2
+
+
+def test_rerank_benchmark_trains_on_the_fixture_and_reranks(smoke):
+    r = _ok(smoke, "rerank")
+    assert r["config"]["model"] == "trained now" and r["config"]["queries"] == 9
+    t = r["training"]
+    # tiny_beir_train: t1-t5 kept (5 positives), "3" and "t6" dropped as evaluated queries
+    assert t["labels"]["positive"] == 5 and t["queries_in_pairs"] == 5
+    assert t["dropped_eval_overlap"] == ["3", "t6"]
+    assert t["train_seconds"] > 0 and t["pairs_per_s"] > 0 and len(t["weights_sha256"]) == 64
+    assert [row["depth"] for row in r["reranked"]] == [3, 50]
+    shallow, deep = r["reranked"]
+    # depth 50 over lists of at most a few BM25 hits: every hit scored once, none padded
+    assert deep["pairs_scored"] < 9 * 50 and shallow["pairs_scored"] <= 9 * 3
+    assert deep["recall@100"] == r["first_stage"]["recall@100"]  # same candidate sets
+    assert deep["latency_ms_median"] > 0
+    assert r["target_met"] is None  # the target is SciFact's

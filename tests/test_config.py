@@ -43,6 +43,7 @@ def test_every_group_has_options():
         "rerank",
         "generate",
         "train_verifier",
+        "train_rerank",
         "judge",
         "report",
     }

@@ -66,6 +66,7 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
         "embed",
         "index",
         "retrieve",
+        "train_rerank",  # off by default: a manifest saying so, no model
         "rerank",
         "generate",
         "train_verifier",  # off by default: a manifest saying so, no model
@@ -74,6 +75,8 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     ]
     trained = json.loads((ws / "data/train_verifier/manifest.json").read_text())
     assert trained["trained"] is False and "enabled is false" in trained["reason"]
+    rerank_model = json.loads((ws / "data/train_rerank/manifest.json").read_text())
+    assert rerank_model["trained"] is False and "enabled is false" in rerank_model["reason"]
     for out in [
         "data/parse/documents.parquet",
         "data/chunk/chunks.parquet",

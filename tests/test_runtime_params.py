@@ -19,6 +19,7 @@ STAGES = [
     "embed",
     "index",
     "retrieve",
+    "train_rerank",
     "rerank",
     "generate",
     "train_verifier",

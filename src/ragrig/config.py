@@ -38,6 +38,7 @@ SECTIONS: dict[str, str] = {
     "rerank": "ragrig.rerank.config:RerankConfig",
     "generate": "ragrig.generate.config:GenerateConfig",
     "train_verifier": "ragrig.verifier.config:TrainVerifierConfig",
+    "train_rerank": "ragrig.rerank_train.config:TrainRerankConfig",
     "judge": "ragrig.judge.config:JudgeConfig",
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.config:RuntimeConfig",

@@ -104,6 +104,7 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
     generator's model and the LLM judge's (else the report would fail after paid calls), and report k values and
     a context size the retrieved candidate lists can reach."""
     from ragrig.report.config import missing_prices, price_hint
+    from ragrig.rerank.config import TRAINED_OUTPUT
 
     gen, rep, ret = validated["generate"], validated["report"], validated["retrieve"]
     models = [getattr(gen, "model", gen.method)]
@@ -133,6 +134,17 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
         problems.append(
             "judge=verifier reads the model the train_verifier stage trains, which is off: "
             "add train_verifier.enabled=true (or set judge.model to a trained model folder)"
+        )
+    rerank, train_rerank = validated["rerank"], validated.get("train_rerank")
+    if (
+        rerank.method == "trained"
+        and train_rerank is not None
+        and not train_rerank.enabled
+        and rerank.model == TRAINED_OUTPUT
+    ):
+        problems.append(
+            "rerank=trained reads the model the train_rerank stage trains, which is off: add "
+            "train_rerank.enabled=true (or use rerank=identity / rerank=cross_encoder)"
         )
     return problems
 

@@ -64,6 +64,7 @@ LOOKS_DOWN_TO = {
     "report": {"metrics"},
     "calibrate": {"judge", "metrics"},  # runs the judges against human labels
     "judge": {"generate"},
+    "rerank_train": {"data", "index", "parse"},  # train split, BM25 mining, passage text
     "verifier": {
         "judge",
         "data",

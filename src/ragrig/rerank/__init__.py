@@ -26,6 +26,7 @@ class Reranker(Protocol):
 RERANKERS = {
     "identity": "ragrig.rerank.rerankers:IdentityReranker",
     "cross_encoder": "ragrig.rerank.rerankers:CrossEncoderReranker",
+    "trained": "ragrig.rerank.rerankers:TrainedReranker",
 }
 
 

@@ -8,6 +8,9 @@ from pydantic import Field
 
 from ragrig.config import Section
 
+# Where dvc.yaml puts the train_rerank stage's output (relative to the project root).
+TRAINED_OUTPUT = "data/train_rerank"
+
 
 class RerankIdentity(Section):
     method: Literal["identity"] = "identity"
@@ -21,4 +24,20 @@ class RerankCrossEncoder(Section):
     max_length: int = Field(256, gt=0)
 
 
-RerankConfig = Annotated[RerankIdentity | RerankCrossEncoder, Field(discriminator="method")]
+class RerankTrained(Section):
+    """The cross-encoder the train_rerank stage fine-tunes on the dataset's train split."""
+
+    method: Literal["trained"] = "trained"
+    model: str = Field(
+        TRAINED_OUTPUT, description="a train_rerank output folder (manifest.json + model/)"
+    )
+    depth: int = Field(20, gt=0, description="top documents rescored; the rest keep their order")
+    batch_size: int = Field(16, gt=0)
+    max_length: int | None = Field(
+        None, gt=0, description="tokens of query + passage; None: the length it was trained with"
+    )
+
+
+RerankConfig = Annotated[
+    RerankIdentity | RerankCrossEncoder | RerankTrained, Field(discriminator="method")
+]

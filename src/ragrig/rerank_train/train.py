@@ -1,0 +1,178 @@
+"""Fine-tune the reranker: a 1-logit cross-encoder from the packaged MiniLM weights.
+
+Binary cross-entropy on (query, passage, 0/1) pairs from `ragrig.rerank_train.data`.
+Deterministic given the config's seed on one machine (same pairs, same order, seeded head
+initialisation and shuffling; the manifest records the weights' sha256 to check it)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import logging
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ragrig.rerank_train import data as D
+
+MODEL_DIR = "model"
+MANIFEST = "manifest.json"
+PAIRS_FILE = "pairs.jsonl"
+PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate", "bm25s")
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """sha256 over the model folder's weight files (sorted by name)."""
+    files = sorted(Path(model_dir).glob("*.safetensors")) or sorted(Path(model_dir).glob("*.bin"))
+    if not files:
+        raise FileNotFoundError(f"{model_dir}: no *.safetensors or *.bin weights")
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def corpus_texts(root: Path, title_separator: str, empty_text: str) -> dict[str, str]:
+    """doc id -> the passage text the pipeline reranks (parse's title + separator + text)."""
+    from ragrig.data.beir import BeirDataset, find_corpus, load_corpus
+    from ragrig.parse import documents_table
+
+    path = find_corpus(Path(root))
+    corpus, _ = load_corpus(path, empty_text)
+    docs = documents_table(BeirDataset(corpus, {}, {}, path), "train", title_separator)
+    return dict(zip(docs["doc_id"], docs["content"], strict=True))
+
+
+def load_training_pairs(
+    cfg: Any, dataset: Any, parse: Any, stats: dict[str, Any] | None = None
+) -> tuple[list[D.Pair], D.TrainingQueries]:
+    """The capped, shuffled pairs of the training split and the queries they came from."""
+    root = Path(dataset.root)
+    train = D.training_queries(root, dataset.name, cfg.split, dataset.split)
+    documents = corpus_texts(root, parse.title_separator, parse.empty_text)
+    doc_ids = sorted(documents)
+    t0 = time.perf_counter()
+    negatives = D.mine_negatives(
+        train.queries,
+        train.positives,
+        doc_ids,
+        [documents[d] for d in doc_ids],
+        cfg.mining,
+        cfg.negatives_per_query,
+        cfg.seed,
+    )
+    pairs = D.cap_pairs(D.build_pairs(train, documents, negatives), cfg.max_pairs, cfg.seed)
+    D.check_disjoint(pairs, train)
+    if stats is not None:
+        stats["mining_seconds"] = round(time.perf_counter() - t0, 1)
+        stats["train_queries"] = len(train.queries)
+        stats["dropped_eval_overlap"] = train.dropped_eval_overlap
+        stats["eval_split"] = dataset.split
+        stats["eval_queries"] = len(train.eval_qids)
+    return pairs, train
+
+
+def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dict[str, Any]:
+    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers import set_seed
+
+    from ragrig.models import model_fingerprint, resolve_model
+
+    if not pairs:
+        raise ValueError("no training pairs: check the training qrels and the corpus")
+    labels = Counter(p.label for p in pairs)
+    if not labels[0] or not labels[1]:
+        raise ValueError(f"training pairs need both labels 0 and 1, got {dict(labels)}")
+    torch.set_num_threads(threads)
+    set_seed(cfg.seed)
+    for name in ("transformers", "sentence_transformers", "datasets", "accelerate"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    model = CrossEncoder(
+        resolve_model(cfg.base_model), num_labels=1, max_length=cfg.max_length, device="cpu"
+    )
+    ds = Dataset.from_dict(
+        {
+            "query": [p.query for p in pairs],
+            "passage": [p.passage for p in pairs],
+            "label": [float(p.label) for p in pairs],
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="train_rerank.") as tmp:
+        args = CrossEncoderTrainingArguments(
+            output_dir=tmp,
+            num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size,
+            learning_rate=cfg.learning_rate,
+            warmup_ratio=cfg.warmup_ratio,
+            seed=cfg.seed,
+            data_seed=cfg.seed,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=25,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+        )
+        trainer = CrossEncoderTrainer(
+            model=model, args=args, train_dataset=ds, loss=BinaryCrossEntropyLoss(model)
+        )
+        t0 = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - t0
+    model_dir = Path(out_dir) / MODEL_DIR
+    model.save_pretrained(str(model_dir), create_model_card=False)
+    n_seen = len(pairs) * cfg.epochs
+    return {
+        "pairs": len(pairs),
+        "labels": {"positive": labels[1], "negative": labels[0]},
+        "queries_in_pairs": len({p.qid for p in pairs}),
+        "train_seconds": round(seconds, 1),
+        "pairs_per_s": round(n_seen / seconds, 2) if seconds else None,
+        "train_loss": round(float(result.training_loss), 4),
+        "base_model": model_fingerprint(cfg.base_model),
+        "weights_sha256": weights_sha256(model_dir),
+        "versions": {p: importlib.metadata.version(p) for p in PACKAGES},
+        "threads": threads,
+    }
+
+
+def run_stage(cfg: Any, dataset: Any, parse: Any, out: Path, threads: int = 2) -> dict[str, Any]:
+    """The stage body: pairs from the dataset's train split, a trained model, a manifest.
+
+    Disabled, the output holds only a manifest with ``trained: false`` and the reason; the rerank
+    stage's `trained` method refuses such a folder with that reason. Enabled on a dataset with no
+    train split, it raises one line asking for a pretrained reranker or identity."""
+    from ragrig.io import atomic_dir, write_json
+
+    with atomic_dir(Path(out)) as tmp:
+        if not cfg.enabled:
+            manifest: dict[str, Any] = {
+                "trained": False,
+                "reason": "train_rerank.enabled is false (rerank=trained needs it true)",
+                "config": cfg.model_dump(),
+            }
+            write_json(tmp / MANIFEST, manifest)
+            return manifest
+        stats: dict[str, Any] = {}
+        pairs, _ = load_training_pairs(cfg, dataset, parse, stats)
+        manifest = {"trained": True, **stats, **train(pairs, cfg, tmp, threads=threads)}
+        manifest["config"] = cfg.model_dump()
+        manifest["dataset"] = {"name": dataset.name, "train_split": cfg.split}
+        with open(tmp / PAIRS_FILE, "w", encoding="utf-8") as fh:
+            for rec in D.as_records(pairs):
+                fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
+        write_json(tmp / MANIFEST, manifest)
+    return manifest
