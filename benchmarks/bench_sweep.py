@@ -129,7 +129,7 @@ def log_run_seconds(repo: Path, base: Path, repeats: int = 3) -> float:
 
 def sweep_mlflow_seconds(repo: Path, overrides: list[str], n_points: int) -> float:
     """The sweep's own MLflow calls per point: open the parent, look one child up, close."""
-    from ragrig.report.tracking import params_hash
+    from ragrig.report.mlflow_run import params_hash
     from ragrig.sweep.engine import plan
     from ragrig.sweep.runs import ParentRun, now_ms
 

@@ -298,7 +298,7 @@ def test_rerank_change_reruns_rerank_and_downstream_only(ws):
     _params(ws, "rerank=cross_encoder", "rerank.model=/nonexistent/model")
     proc = sh(["dvc", "repro"], ws, check=False)
     assert proc.returncode != 0  # a model that cannot load fails the stage, loudly
-    assert "cannot load cross-encoder '/nonexistent/model'" in proc.stderr
+    assert "unknown cross-encoder '/nonexistent/model'" in proc.stderr
     assert [(e["stage"], e["status"]) for e in _stage_log(ws)[before:]] == [("rerank", "failed")]
     assert not (ws / "data/rerank").exists()
     _params(ws)
@@ -399,7 +399,12 @@ def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
     assert "embed" not in ran and "index" not in ran
     runs = _mlflow_runs(ws)
     new = runs[~runs["run_id"].isin(runs_before)]
-    assert sorted(new["params.retrieve.ef_search"]) == ["24", "40"]
+    # one parent run for the sweep (its params list the swept values), a child run per point
+    parent = new[new["tags.ragrig.sweep"] == "1"]
+    points = new[new["tags.ragrig.sweep"] != "1"]
+    assert list(parent["params.retrieve.ef_search"]) == ["24,40"]
+    assert sorted(points["params.retrieve.ef_search"]) == ["24", "40"]
+    assert set(points["tags.mlflow.parentRunId"]) == set(parent["run_id"])
 
     import requests
 

@@ -67,6 +67,8 @@ def _stage_runs(ws: Path) -> list[str]:
 
 
 def _runs(ws: Path) -> pd.DataFrame:
+    """The point runs of the store (a sweep's parent run, tag ragrig.sweep=1, left out: its
+    params list the swept values and it has no report of its own)."""
     code = (
         "import mlflow,sys;mlflow.set_tracking_uri(sys.argv[1]);"
         "e=mlflow.get_experiment_by_name('ragrig');"
@@ -75,6 +77,8 @@ def _runs(ws: Path) -> pd.DataFrame:
     )
     out = sh([PY, "-c", code, f"sqlite:///{ws / 'mlflow.db'}"], ws).stdout.strip().splitlines()
     df = pd.DataFrame(json.loads(out[-1]))
+    if "tags.ragrig.sweep" in df.columns:
+        df = df[df["tags.ragrig.sweep"] != "1"].reset_index(drop=True)
     df.attrs["artifact_location"] = out[-2]
     return df
 
