@@ -21,7 +21,9 @@ ragrig's means: trec_eval gives the same means with `-c`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,28 +85,37 @@ def write_trec_qrels(qrels: pd.DataFrame, path: Path) -> None:
     atomic_write_text(Path(path), "".join(line + "\n" for line in trec_qrels_lines(qrels)))
 
 
-def read_trec_run(path: Path) -> pd.DataFrame:
-    """A TREC run file as a run table (qid, doc_id, score, rank), each query's documents in the
-    order trec_eval reads them: score descending, ties by document id descending; `rank` is
-    renumbered 1..n in that order. A malformed line raises naming file and line."""
-    rows = []
+def _lines(path: Path, n_fields: int, kind: str, layout: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank line; a line with another field count raises
+    naming file and line."""
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             parts = line.split()
-            if len(parts) != 6:
+            if len(parts) != n_fields:
                 raise DataValidationError(
-                    f"{path}:{n}: a TREC run line has 6 fields (qid Q0 docid rank score tag), "
+                    f"{path}:{n}: a TREC {kind} line has {n_fields} fields ({layout}), "
                     f"got {len(parts)}"
                 )
-            try:
-                score = float(parts[4])
-            except ValueError:
-                raise DataValidationError(
-                    f"{path}:{n}: score {parts[4]!r} is not a number"
-                ) from None
-            rows.append((parts[0], parts[2], score))
+            yield n, parts
+
+
+def _number(path: Path, n: int, text: str, kind: type, name: str, expected: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise DataValidationError(f"{path}:{n}: {name} {text!r} is not {expected}") from None
+
+
+def read_trec_run(path: Path) -> pd.DataFrame:
+    """A TREC run file as a run table (qid, doc_id, score, rank), each query's documents in the
+    order trec_eval reads them: score descending, ties by document id descending; `rank` is
+    renumbered 1..n in that order. A malformed line raises naming file and line."""
+    rows = [
+        (parts[0], parts[2], _number(path, n, parts[4], float, "score", "a number"))
+        for n, parts in _lines(path, 6, "run", "qid Q0 docid rank score tag")
+    ]
     table = pd.DataFrame(rows, columns=["qid", "doc_id", "score"])
     dup = table.duplicated(["qid", "doc_id"])
     if dup.any():
@@ -122,22 +133,8 @@ def read_trec_run(path: Path) -> pd.DataFrame:
 
 def read_trec_qrels(path: Path) -> pd.DataFrame:
     """A TREC qrels file as a qrels table (qid, doc_id, relevance)."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 4:
-                raise DataValidationError(
-                    f"{path}:{n}: a TREC qrels line has 4 fields (qid iter docid relevance), "
-                    f"got {len(parts)}"
-                )
-            try:
-                rel = int(parts[3])
-            except ValueError:
-                raise DataValidationError(
-                    f"{path}:{n}: relevance {parts[3]!r} is not an integer"
-                ) from None
-            rows.append((parts[0], parts[2], rel))
+    rows = [
+        (parts[0], parts[2], _number(path, n, parts[3], int, "relevance", "an integer"))
+        for n, parts in _lines(path, 4, "qrels", "qid iter docid relevance")
+    ]
     return pd.DataFrame(rows, columns=["qid", "doc_id", "relevance"])

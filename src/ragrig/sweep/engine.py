@@ -26,7 +26,7 @@ from ragrig.sweep.grid import (
     swept_keys,
 )
 from ragrig.sweep.plan import Schedule, StageGraph, stage_keys
-from ragrig.sweep.prepare import link_dataset_root, missing_lock_outputs
+from ragrig.sweep.prepare import check_lock_outputs, link_dataset_root
 
 MAX_EXIT = 125
 
@@ -389,14 +389,7 @@ def sweep(
     from ragrig.sweep.runs import ParentRun, now_ms, run_metrics
 
     stream = stream or sys.stdout
-    missing = missing_lock_outputs(project)
-    if missing:
-        raise SweepError(
-            f"the committed dvc.lock names outputs this clone's DVC cache does not hold "
-            f"({', '.join(missing)}); DVC would fail every experiment that restores a stage "
-            "from the run-cache. Stop tracking it (`git rm --cached dvc.lock` and commit) or "
-            "run `make repro` once to fill the cache"
-        )
+    check_lock_outputs(project)
     points, swept = plan(project, overrides)
     for root in dict.fromkeys(str(p.cfg["dataset"]["root"]) for p in points):
         link_dataset_root(project, root)

@@ -82,12 +82,8 @@ def link_dataset_root(project: Path, root: str) -> list[Path]:
     return links
 
 
-def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
-    """Checks and set-up done once before any sweep point starts: the committed dvc.lock, every
-    point's config, the dataset root links, the MLflow store and experiment (created once, so
-    parallel points never race on a new store's schema). Returns the tracking URI."""
-    from ragrig.report.tracking import ensure_experiment, tracking_uri
-
+def check_lock_outputs(project: Path) -> None:
+    """Refuse a committed dvc.lock whose directory outputs this clone's DVC cache lacks."""
     missing = missing_lock_outputs(project)
     if missing:
         raise SweepError(
@@ -96,6 +92,15 @@ def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
             "from the run-cache. Stop tracking it (`git rm --cached dvc.lock` and commit) or "
             "run `make repro` once to fill the cache"
         )
+
+
+def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
+    """Checks and set-up done once before any sweep point starts: the committed dvc.lock, every
+    point's config, the dataset root links, the MLflow store and experiment (created once, so
+    parallel points never race on a new store's schema). Returns the tracking URI."""
+    from ragrig.report.tracking import ensure_experiment, tracking_uri
+
+    check_lock_outputs(project)
     cfgs = [compose_point(p) for p in grid(overrides or [])]
     for root in dict.fromkeys(c["dataset"]["root"] for c in cfgs):
         link_dataset_root(project, str(root))
