@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -13,6 +14,18 @@ EMBEDDERS = {
     "onnx": "ragrig.embed.onnx:OnnxEmbedder",
     "wordllama": "ragrig.embed.static:WordLlamaEmbedder",
 }
+
+
+class Prefixed:
+    """What every embedder shares: a text prefix, and `with_prefix` giving the same loaded model
+    with another one (queries vs passages)."""
+
+    prefix: str
+
+    def with_prefix(self, prefix: str) -> Any:
+        clone = copy.copy(self)
+        clone.prefix = prefix
+        return clone
 
 
 def make_embedder(cfg: Any, role: str = "passage") -> Embedder:

@@ -18,7 +18,6 @@ onnxruntime's intra-op threads are `runtime.threads` (the stage exports it as OM
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import os
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model, sha256_file
 
 
@@ -60,7 +60,7 @@ def _threads() -> int:
         return 0
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(Prefixed):
     def __init__(
         self,
         model: str,
@@ -116,12 +116,6 @@ class OnnxEmbedder:
         return cls(
             cfg.model, cfg.tokenizer, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix
         )
-
-    def with_prefix(self, prefix: str) -> OnnxEmbedder:
-        """Same session, another text prefix (queries vs passages)."""
-        clone = copy.copy(self)
-        clone.prefix = prefix
-        return clone
 
     def fingerprint(self) -> dict[str, Any]:
         return {

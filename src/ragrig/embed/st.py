@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib.metadata
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(Prefixed):
     def __init__(
         self,
         model: str,
@@ -36,12 +36,6 @@ class SentenceTransformerEmbedder:
     def from_config(cls, cfg: Any, role: str = "passage") -> SentenceTransformerEmbedder:
         prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
         return cls(cfg.model, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix)
-
-    def with_prefix(self, prefix: str) -> SentenceTransformerEmbedder:
-        """Same loaded model, another text prefix (queries vs passages)."""
-        clone = copy.copy(self)
-        clone.prefix = prefix
-        return clone
 
     def fingerprint(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,6 @@ no known token gives a zero vector instead of NaN.
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model, sha256_file
 
 
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(Prefixed):
     def __init__(
         self,
         model: str = "packaged:wordllama-l2-supercat-256",
@@ -55,11 +55,6 @@ class WordLlamaEmbedder:
     def from_config(cls, cfg: Any, role: str = "passage") -> WordLlamaEmbedder:
         prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
         return cls(cfg.model, cfg.config_name, cfg.dim, cfg.batch_size, cfg.normalize, prefix)
-
-    def with_prefix(self, prefix: str) -> WordLlamaEmbedder:
-        clone = copy.copy(self)
-        clone.prefix = prefix
-        return clone
 
     def fingerprint(self) -> dict[str, Any]:
         return {
