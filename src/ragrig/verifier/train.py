@@ -5,14 +5,11 @@ initialisation and shuffling; the manifest records the weights' sha256 to check 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
-import logging
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from ragrig.finetune import weights_sha256
 from ragrig.verifier import LABELS
 from ragrig.verifier import data as D
 
@@ -20,19 +17,6 @@ MODEL_DIR = "model"
 MANIFEST = "manifest.json"
 PAIRS_FILE = "pairs.jsonl"
 PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")
-
-
-def weights_sha256(model_dir: Path) -> str:
-    """sha256 over the model folder's weight files (sorted by name)."""
-    files = sorted(Path(model_dir).glob("*.safetensors")) or sorted(Path(model_dir).glob("*.bin"))
-    if not files:
-        raise FileNotFoundError(f"{model_dir}: no *.safetensors or *.bin weights")
-    h = hashlib.sha256()
-    for f in files:
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def held_out_files(claims_path: Path) -> list[Path]:
@@ -67,14 +51,11 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
     """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures."""
     import torch
     from datasets import Dataset
-    from sentence_transformers.cross_encoder import (
-        CrossEncoder,
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
+    from sentence_transformers.cross_encoder import CrossEncoder
     from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
     from transformers import set_seed
 
+    from ragrig.finetune import fit_cross_encoder, quiet_training_logs
     from ragrig.models import model_fingerprint, resolve_model
 
     if not pairs:
@@ -84,8 +65,7 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
         raise ValueError(f"training pairs lack label(s) {missing}: the verifier needs all three")
     torch.set_num_threads(threads)
     set_seed(cfg.seed)
-    for name in ("transformers", "sentence_transformers", "datasets", "accelerate"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    quiet_training_logs()
     label_id = {lab: i for i, lab in enumerate(LABELS)}
     model = CrossEncoder(
         resolve_model(cfg.base_model),
@@ -104,30 +84,9 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
             "label": [label_id[p.label] for p in pairs],
         }
     )
-    with tempfile.TemporaryDirectory(prefix="train_verifier.") as tmp:
-        args = CrossEncoderTrainingArguments(
-            output_dir=tmp,
-            num_train_epochs=cfg.epochs,
-            per_device_train_batch_size=cfg.batch_size,
-            learning_rate=cfg.learning_rate,
-            warmup_ratio=cfg.warmup_ratio,
-            seed=cfg.seed,
-            data_seed=cfg.seed,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=25,
-            use_cpu=True,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-        )
-        trainer = CrossEncoderTrainer(
-            model=model, args=args, train_dataset=ds, loss=CrossEntropyLoss(model)
-        )
-        t0 = time.perf_counter()
-        result = trainer.train()
-        seconds = time.perf_counter() - t0
-    model_dir = Path(out_dir) / MODEL_DIR
-    model.save_pretrained(str(model_dir), create_model_card=False)
+    result, seconds = fit_cross_encoder(
+        model, ds, CrossEntropyLoss(model), cfg, out_dir, MODEL_DIR, "train_verifier"
+    )
     n_seen = len(pairs) * cfg.epochs
     return {
         "pairs": len(pairs),
@@ -139,7 +98,7 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
         "train_loss": round(float(result.training_loss), 4),
         "labels_order": list(LABELS),
         "base_model": model_fingerprint(cfg.base_model),
-        "weights_sha256": weights_sha256(model_dir),
+        "weights_sha256": weights_sha256(Path(out_dir) / MODEL_DIR),
         "versions": {p: importlib.metadata.version(p) for p in PACKAGES},
         "threads": threads,
     }

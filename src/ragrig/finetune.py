@@ -1,0 +1,64 @@
+"""Fine-tuning a sentence-transformers CrossEncoder on the CPU, deterministically: what the
+trained verifier (train_verifier) and the trained reranker (train_rerank) share."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def fit_cross_encoder(
+    model: Any, dataset: Any, loss: Any, cfg: Any, out_dir: Path, model_dir: str, name: str
+) -> tuple[Any, float]:
+    """Train `model` on `dataset` with `loss` for `cfg` (epochs, batch_size, learning_rate,
+    warmup_ratio, seed), save it to out_dir/model_dir; return (the trainer's result, seconds).
+    No checkpoint, no report, no worker process: the same seed gives the same weights."""
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+
+    with tempfile.TemporaryDirectory(prefix=f"{name}.") as tmp:
+        args = CrossEncoderTrainingArguments(
+            output_dir=tmp,
+            num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size,
+            learning_rate=cfg.learning_rate,
+            warmup_ratio=cfg.warmup_ratio,
+            seed=cfg.seed,
+            data_seed=cfg.seed,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=25,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+        )
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
+        t0 = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - t0
+    model.save_pretrained(str(Path(out_dir) / model_dir), create_model_card=False)
+    return result, seconds
+
+
+def quiet_training_logs() -> None:
+    for name in ("transformers", "sentence_transformers", "datasets", "accelerate"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """sha256 over the model folder's weight files (sorted by name)."""
+    files = sorted(Path(model_dir).glob("*.safetensors")) or sorted(Path(model_dir).glob("*.bin"))
+    if not files:
+        raise FileNotFoundError(f"{model_dir}: no *.safetensors or *.bin weights")
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
