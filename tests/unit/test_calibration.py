@@ -416,7 +416,15 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out
     assert "16 rated answers (8 faithful" in out and "naive_overlap" in out
     report = json.loads((root / "reports/calibration/calibration.json").read_text())
-    assert set(report["scorers"]) == {"overlap", "naive_overlap"}
+    same = "naive_overlap on overlap's answers"
+    assert set(report["scorers"]) == {"overlap", "naive_overlap", same}
+    # no_claims excluded (the default): t7's reference declines, so overlap scores 15 answers
+    # and counts one no_claims; the baseline is measured again on exactly those 15. Held out
+    # without t7's reference: faithful 1, 7/8, 1 vs unfaithful 1/7, 1/7, 0, 0: every pair won
+    assert report["scorers"]["overlap"]["n_measured"] == 15
+    assert report["scorers"]["overlap"]["status"]["no_claims"] == 1
+    assert report["scorers"][same]["n"] == 15 and report["scorers"][same]["kind"] == "baseline"
+    assert report["scorers"][same]["held_out"]["roc_auc"] == 1.0
     assert report["split"]["tasks"] == {"calibration": 4, "held_out": 4}
     naive = report["scorers"]["naive_overlap"]
     assert naive["n"] == 16 and naive["kind"] == "baseline"

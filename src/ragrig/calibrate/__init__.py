@@ -195,6 +195,7 @@ def run(
         except ValueError as exc:
             raise RagrigError(f"calibrate {scorer.name} on {rated.path}: {exc}") from exc
         results[scorer.name]["kind"] = "baseline" if scorer.name in cfg.baselines else "judge"
+    results.update(_baselines_on_judge_rows(cfg, rows_by_scorer))
     out_dir = Path(cfg.out_dir)
     out_dir = out_dir if out_dir.is_absolute() else root / out_dir
     report = {
@@ -257,6 +258,29 @@ def run(
     if written:
         write_json(out_dir / "calibration.json", report)
     return report
+
+
+def _baselines_on_judge_rows(cfg: CalibrateConfig, rows_by_scorer: dict[str, list]) -> dict:
+    """With no_claims excluded, a judge is measured on the answers it scored (refusals are
+    counted apart) while a baseline scores every answer: each baseline is measured again on
+    exactly the first judge's scored answers, so the two are compared on the same rows."""
+    from ragrig.calibrate.core import evaluate
+
+    if cfg.no_claims != "exclude" or not cfg.judges:
+        return {}
+    judge = cfg.judges[0]
+    scored = {(r.task_id, r.model_id) for r in rows_by_scorer[judge] if r.status == "scored"}
+    out = {}
+    for name in cfg.baselines:
+        rows = [r for r in rows_by_scorer[name] if (r.task_id, r.model_id) in scored]
+        name_on = f"{name} on {judge}'s answers"
+        try:
+            out[name_on] = evaluate(rows, cfg.no_claims, cfg.ece_bins)
+        except ValueError as exc:
+            raise RagrigError(f"calibrate {name_on}: {exc}") from exc
+        out[name_on]["kind"] = "baseline"
+        out[name_on]["rows"] = f"the {len(rows)} answers {judge} scored"
+    return out
 
 
 def format_table(report: dict[str, Any]) -> str:

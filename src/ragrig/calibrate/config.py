@@ -54,9 +54,9 @@ class CalibrateConfig(Section):
         "answers are used (ragrig.calibrate.refusals)",
     )
     no_claims: Literal["faithful", "unfaithful", "exclude"] = Field(
-        "faithful",
-        description="how a no_claims verdict scores: 1.0, 0.0, or left out of the metrics "
-        "(always counted apart)",
+        "exclude",
+        description="how a no_claims verdict scores: left out of the metrics (METRICS.md: an "
+        "answer with no claims has no faithfulness score), 1.0 or 0.0; always counted apart",
     )
     question: Literal["last_turn", "conversation"] = "conversation"
     ece_bins: int = Field(10, ge=1, le=100)
