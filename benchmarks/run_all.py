@@ -38,6 +38,7 @@ BENCHMARKS = [
     "verifier",
     "sweep",
     "rerank",
+    "llm_judge",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -50,12 +51,14 @@ QUICK_ARGS = {
     "verifier": [],
     "sweep": ["--skip-sequential"],
     "rerank": ["--train", "--depths", "20"],
+    "llm_judge": ["--n", "10"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
 # and under --smoke get their own fixture instead of tiny_beir.
 OWN_SMOKE_DATASET = {
     "calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
+    "llm_judge": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
     # tiny_beir with a train split: the reranker trains on it
     "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
 }
@@ -114,6 +117,8 @@ SMOKE_ARGS = {
     "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
     # trains on tiny_beir_train's five training queries, reranks BM25's candidates
     "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
+    # the packaged SmolLM2 in process judging two answers of the MTRAG fixture, then cached
+    "llm_judge": ["--n", "2", "--cache-dir", "{tmp}/llm-judge-cache"],
 }
 
 

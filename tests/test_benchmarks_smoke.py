@@ -270,3 +270,12 @@ def test_rerank_benchmark_trains_on_the_fixture_and_reranks(smoke):
     assert deep["recall@100"] == r["first_stage"]["recall@100"]  # same candidate sets
     assert deep["latency_ms_median"] > 0
     assert r["target_met"] is None  # the target is SciFact's
+
+
+def test_llm_judge_benchmark_times_the_packaged_model_and_its_cache(smoke):
+    r = _ok(smoke, "llm_judge")
+    assert r["model"] == "packaged:SmolLM2-135M-Instruct" and r["answers"] == 2
+    assert sum(r["status"].values()) == 2  # every call has a status, none dropped
+    assert r["all_cached"] is True  # the second pass over the same answers is all cache hits
+    assert r["prompt_tokens_mean"] > 0 and r["model_load_s"] > 0
+    assert r["cached_call_ms"] < r["wall_s"]["p50"] * 1e3

@@ -8,7 +8,7 @@ the cache. Prints per-call wall seconds (p50/p95/max), CPU seconds, tokens, stat
 the mean LLM faithfulness of faithful vs unfaithful answers (human label), with the ROC-AUC of
 that score: a handful of answers only tells whether the judge separates the labels at all.
 
-    python benchmarks/llm_judge_latency.py [--n 20] [--threads 1] [--out FILE.json]
+    python benchmarks/bench_llm_judge.py [--n 20] [--threads 1] [--dataset-root DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -24,33 +24,38 @@ from pathlib import Path
 
 import _common as C
 
-DEFAULT_MTRAG = (
-    C.PROJECT_ROOT
-    / ".."
-    / "shared"
-    / "datasets"
-    / "mtrag_human"
-    / "reference_subset_with_human_evaluations.json.gz"
-).resolve()
+DEFAULT_ROOT = (C.PROJECT_ROOT / ".." / "shared" / "datasets" / "mtrag_human").resolve()
+MTRAG_FILE = "reference_subset_with_human_evaluations.json.gz"  # or its uncompressed twin
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mtrag", type=Path, default=DEFAULT_MTRAG)
+    p.add_argument(
+        "--dataset-root",
+        type=Path,
+        default=DEFAULT_ROOT,
+        help=f"folder holding {MTRAG_FILE} (default ../shared/datasets/mtrag_human)",
+    )
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=C.DEFAULT_PARAMS,
+        help="unused: the judge is the packaged model given by --model",
+    )
     p.add_argument("--n", type=int, default=20)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--model", default="packaged:SmolLM2-135M-Instruct")
     p.add_argument("--cache-dir", type=Path, default=None)
-    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--json", "--out", dest="out", type=Path, default=None)
     args = p.parse_args(argv)
 
     from ragrig.calibrate.core import split_tasks
-    from ragrig.calibrate.mtrag import load_mtrag_human
+    from ragrig.calibrate.mtrag import load_mtrag_human, resolve_dataset_file
     from ragrig.config import validate_section
     from ragrig.judge.llm import make_llm_judge
     from ragrig.metrics.aggregate import quantiles
 
-    rated = load_mtrag_human(args.mtrag).answers
+    rated = load_mtrag_human(resolve_dataset_file(args.dataset_root / MTRAG_FILE)).answers
     split = split_tasks({a.task_id for a in rated}, seed=13)
     calib = [a for a in rated if a.task_id in set(split.calibration)]
     faithful = [a for a in calib if a.faithful]
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     wall = [c["wall_s"] for c in calls]
     result = {
-        "benchmark": "llm_judge_latency",
+        "benchmark": "llm_judge",
         "model": args.model,
         "threads": args.threads,
         "answers": len(calls),
