@@ -369,10 +369,33 @@ def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
     assert out.status == "ok", out.error  # the grammar keeps a 135M model inside the schema
     assert isinstance(out.verdict, LLMVerdict)
     assert out.prompt_tokens > 100 and 0 < out.completion_tokens <= cfg.llm.max_tokens
-    assert out.cpu_s > 0.1  # the inference runs in this process
+    assert out.cpu_s > 0.1  # the inference's CPU (in the bounded worker's child) is counted
     again = judge.judge(QUESTION, "Mars has three moons [1].", CONTEXT)
     assert again.cached and again.verdict == out.verdict
     print(f"SmolLM2 judge call: {seconds:.2f} s, {out.completion_tokens} tokens")
+
+
+def test_llama_cpp_judge_call_past_its_timeout_is_stopped_and_counted(tmp_path):
+    cfg = validate_section(
+        "judge",
+        {
+            "method": "overlap",
+            "llm": {"backend": "llama_cpp", "cache_dir": str(tmp_path), "timeout_s": 0.3},
+        },
+    )
+    judge = make_llm_judge(cfg.llm)
+    t0 = time.perf_counter()
+    out = judge.judge(QUESTION, "Mars has three moons [1].", CONTEXT)
+    assert out.status == "timeout" and out.verdict is None and out.attempts == 1
+    assert "no answer within 0.3 s" in out.error
+    assert time.perf_counter() - t0 < 60  # the model load is not the call's; the call is cut
+    worker = judge.transport.worker
+    assert worker.restarts == 1 and worker._proc is None  # the generation really stopped
+    assert not list(tmp_path.rglob("*.json"))  # nothing cached
+    worker.timeout_s = 120.0
+    again = judge.judge(QUESTION, "Mars has three moons [1].", CONTEXT)
+    assert again.status == "ok" and not again.cached  # a fresh worker answers the next call
+    worker.close()
 
 
 # --- the judge stage with an LLM judge ---------------------------------------------------

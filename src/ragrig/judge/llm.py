@@ -210,7 +210,12 @@ class LLMJudge:
         return redact(f"{type(exc).__name__}: {exc}", self.secrets)[:ERROR_CHARS]
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> LLMJudgment:
-        t0 = (time.perf_counter(), time.process_time())
+        t0 = (
+            time.perf_counter(),
+            time.process_time(),
+            _remote_cpu(self.transport),
+            self.transport,
+        )
         messages = judge_messages(question, answer, contexts)
         key = cache_key(self.model_name, messages, self.params)
         entry = self._read_cache(key)
@@ -314,11 +319,18 @@ class LLMJudge:
         return LLMJudgment(OK, verdict, **_elapsed(t0), **common)
 
 
-def _elapsed(t0: tuple[float, float]) -> dict[str, float]:
+def _elapsed(t0: tuple[float, float, float, Any]) -> dict[str, float]:
+    """Wall and CPU time since t0 = (perf_counter, process_time, the transport's CPU seconds
+    spent elsewhere, the transport): a transport running the model in a child process (the
+    in-process GGUF judge) reports that child's CPU as `cpu_s`."""
     return {
         "latency_ms": (time.perf_counter() - t0[0]) * 1e3,
-        "cpu_s": time.process_time() - t0[1],
+        "cpu_s": time.process_time() - t0[1] + _remote_cpu(t0[3]) - t0[2],
     }
+
+
+def _remote_cpu(transport: Any) -> float:
+    return float(getattr(transport, "cpu_s", 0.0))
 
 
 def _http_transport(cfg: Any) -> tuple[Transport, tuple[str, ...]]:
@@ -344,19 +356,36 @@ def _http_transport(cfg: Any) -> tuple[Transport, tuple[str, ...]]:
     return send, secrets
 
 
-def _llama_transport(cfg: Any) -> Transport:
-    """In-process: `timeout_s` cannot interrupt a running call; max_tokens bounds its length."""
+def llama_chat_model(*args: Any) -> Any:
+    """The GGUF chat model of the in-process judge (built inside the bounded worker)."""
     from ragrig.generate.llama_cpp import LlamaCppGenerator
 
-    gen = LlamaCppGenerator(
-        cfg.model, "", cfg.n_ctx, cfg.max_tokens, cfg.temperature, cfg.seed, cfg.threads
-    )
+    return LlamaCppGenerator(*args)
 
-    def send(body: dict[str, Any]) -> dict[str, Any]:
+
+class _LlamaTransport:
+    """The in-process GGUF judge, bounded: the model lives in a child process
+    (ragrig.bounded), so a call past `timeout_s` is stopped and counted as `timeout`; the next
+    call loads the model again. `cpu_s` counts the child's CPU seconds."""
+
+    def __init__(self, cfg: Any):
+        from ragrig.bounded import BoundedWorker
+
+        self.worker = BoundedWorker(
+            llama_chat_model,
+            (cfg.model, "", cfg.n_ctx, cfg.max_tokens, cfg.temperature, cfg.seed, cfg.threads),
+            method="chat",
+            timeout_s=cfg.timeout_s,
+            build_timeout_s=max(cfg.timeout_s, 120.0),
+        )
+
+    @property
+    def cpu_s(self) -> float:
+        return self.worker.cpu_s
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        return gen.chat(body["messages"], **extra)
-
-    return send
+        return self.worker.call(body["messages"], **extra)
 
 
 def default_cache_dir(cwd: Path | None = None) -> Path:
@@ -383,5 +412,5 @@ def make_llm_judge(cfg: Any) -> LLMJudge:
         return LLMJudge(send, secrets=secrets, **common)
     if cfg.backend == "llama_cpp":
         # a cached prompt prefix would make a reply depend on the call before it
-        return LLMJudge(_llama_transport(cfg), extra_body={"cache_prompt": False}, **common)
+        return LLMJudge(_LlamaTransport(cfg), extra_body={"cache_prompt": False}, **common)
     raise ValueError(f"unknown LLM judge backend {cfg.backend!r}")
