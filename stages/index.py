@@ -47,12 +47,17 @@ def main() -> None:
     with atomic_dir(args.out) as out:
         faiss.write_index(dense, str(out / "dense.faiss"))
         sparse.save(out / "sparse")
+        dense_bytes = (out / "dense.faiss").stat().st_size
         write_json(
             out / "manifest.json",
             {
                 "dense": cfg.dense.model_dump(),
                 "sparse": cfg.sparse.model_dump(),
                 "vectors": int(dense.ntotal),
+                # the index file's bytes (codes, graph or lists, ids, quantiser) per vector
+                "dense_bytes": dense_bytes,
+                "dense_bytes_per_vector": round(dense_bytes / max(int(dense.ntotal), 1), 2),
+                "dense_build_s": round(t_dense, 3),
             },
         )
     print(

@@ -1,4 +1,5 @@
-"""index: dense FAISS indexes (flat, HNSW, IVF) and BM25 indexes over chunks."""
+"""index: dense FAISS indexes (flat, HNSW, IVF; IVF-PQ and HNSW-SQ for millions of vectors)
+and BM25 indexes over chunks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ DENSE_INDEXES = {
     "flat": "ragrig.index.dense:build_flat",
     "hnsw": "ragrig.index.dense:build_hnsw",
     "ivf": "ragrig.index.dense:build_ivf",
+    "ivf_pq": "ragrig.index.dense:build_ivf_pq",
+    "hnsw_sq": "ragrig.index.dense:build_hnsw_sq",
 }
 SPARSE_INDEXES = {
     "bm25s": "ragrig.index.sparse:Bm25sIndex",

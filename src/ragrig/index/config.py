@@ -25,6 +25,36 @@ class DenseIvf(Section):
     train_seed: int = 1234
 
 
+class DenseIvfPq(Section):
+    """IVF with product-quantised codes: `pq_m` bytes per vector at 8 bits (plus the ids), for
+    corpora of millions; optionally re-scored from scalar-quantised (sq8) or full vectors."""
+
+    method: Literal["ivf_pq"] = "ivf_pq"
+    nlist: int = Field(1024, gt=0)
+    pq_m: int = Field(48, gt=0, description="sub-quantisers; must divide the dimension")
+    pq_bits: int = Field(8, ge=4, le=12)
+    refine: Literal["none", "sq8", "flat"] = Field(
+        "none", description="re-score the IVF-PQ candidates with sq8 or exact vectors"
+    )
+    k_factor: int = Field(4, ge=1, description="candidates re-scored = k_factor x k (refine)")
+    train_sample: int = Field(100_000, gt=0, description="vectors (seeded sample) to train on")
+    train_seed: int = 1234
+
+
+class DenseHnswSq(Section):
+    """HNSW over scalar-quantised vectors (8-bit: a quarter of float32's bytes, or fp16)."""
+
+    method: Literal["hnsw_sq"] = "hnsw_sq"
+    m: int = Field(32, gt=1)
+    ef_construction: int = Field(200, gt=0)
+    quantizer: Literal["sq8", "sq4", "fp16"] = "sq8"
+    train_sample: int = Field(100_000, gt=0, description="vectors (seeded sample) to train on")
+    train_seed: int = 1234
+    build_threads: int = Field(
+        1, gt=0, description="1 keeps the graph reproducible; more builds faster, not identically"
+    )
+
+
 class _Bm25(Section):
     k1: float = Field(0.9, gt=0)
     b: float = Field(0.4, ge=0, le=1)
@@ -41,7 +71,9 @@ class SparseRankBm25(_Bm25):
     epsilon: float = 0.25
 
 
-DenseIndexConfig = Annotated[DenseFlat | DenseHnsw | DenseIvf, Field(discriminator="method")]
+DenseIndexConfig = Annotated[
+    DenseFlat | DenseHnsw | DenseIvf | DenseIvfPq | DenseHnswSq, Field(discriminator="method")
+]
 SparseIndexConfig = Annotated[SparseBm25s | SparseRankBm25, Field(discriminator="method")]
 
 

@@ -45,6 +45,66 @@ def build_ivf(vectors: np.ndarray, cfg: Any) -> Any:
     return index
 
 
+def training_sample(vectors: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """At most `n` rows, a seeded uniform sample kept in row order (all rows when fewer)."""
+    if len(vectors) <= n:
+        return vectors
+    rows = np.sort(np.random.default_rng(seed).choice(len(vectors), n, replace=False))
+    return np.ascontiguousarray(vectors[rows])
+
+
+def build_ivf_pq(vectors: np.ndarray, cfg: Any) -> Any:
+    """IVF-PQ (inner product), trained on a seeded sample; with `refine`, an IndexRefine that
+    re-scores k_factor x k candidates from sq8 codes or the full vectors."""
+    faiss = _faiss()
+    d = vectors.shape[1]
+    if d % cfg.pq_m:
+        raise ConfigError(f"ivf_pq: pq_m={cfg.pq_m} must divide the vector dimension {d}")
+    sample = training_sample(vectors, cfg.train_sample, cfg.train_seed)
+    # k-means needs at least one training vector per centroid (FAISS warns below 39 each)
+    if len(sample) < cfg.nlist or len(sample) < 2**cfg.pq_bits:
+        raise ConfigError(
+            f"ivf_pq: {len(sample)} training vectors for nlist={cfg.nlist} and "
+            f"2^pq_bits={2**cfg.pq_bits} centroids: use fewer lists or bits, or more vectors"
+        )
+    quantizer = faiss.IndexFlatIP(d)
+    ivf = faiss.IndexIVFPQ(
+        quantizer, d, cfg.nlist, cfg.pq_m, cfg.pq_bits, faiss.METRIC_INNER_PRODUCT
+    )
+    ivf.cp.seed = cfg.train_seed
+    ivf.pq.cp.seed = cfg.train_seed
+    index = ivf
+    if cfg.refine != "none":
+        fine = (
+            faiss.IndexFlatIP(d)
+            if cfg.refine == "flat"
+            else faiss.IndexScalarQuantizer(
+                d, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+            )
+        )
+        index = faiss.IndexRefine(ivf, fine)
+        index.k_factor = cfg.k_factor
+    with _threads(1):
+        index.train(sample)
+        index.add(vectors)
+    return index
+
+
+_SQ_TYPES = {"sq8": "QT_8bit", "sq4": "QT_4bit", "fp16": "QT_fp16"}
+
+
+def build_hnsw_sq(vectors: np.ndarray, cfg: Any) -> Any:
+    """HNSW whose stored vectors are scalar-quantised (trained on a seeded sample)."""
+    faiss = _faiss()
+    qtype = getattr(faiss.ScalarQuantizer, _SQ_TYPES[cfg.quantizer])
+    index = faiss.IndexHNSWSQ(vectors.shape[1], qtype, cfg.m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = cfg.ef_construction
+    with _threads(cfg.build_threads):
+        index.train(training_sample(vectors, cfg.train_sample, cfg.train_seed))
+        index.add(vectors)
+    return index
+
+
 class _threads:
     """Temporarily set FAISS's OpenMP thread count."""
 
@@ -61,11 +121,15 @@ class _threads:
 
 
 def set_search_params(index: Any, ef_search: int, nprobe: int) -> None:
-    """efSearch / nprobe are not stored in index files: set them after loading."""
+    """efSearch / nprobe are not stored in index files: set them after loading (on the IVF
+    inside an IndexRefine too)."""
+    faiss = _faiss()
     if hasattr(index, "hnsw"):
         index.hnsw.efSearch = ef_search
     if hasattr(index, "nprobe"):
         index.nprobe = nprobe
+    elif isinstance(index, faiss.Index) and (ivf := faiss.try_extract_index_ivf(index)):
+        ivf.nprobe = nprobe  # the IVF inside an IndexRefine
 
 
 def is_exact(index: Any) -> bool:
