@@ -57,7 +57,6 @@ def main() -> None:
                 # the index file's bytes (codes, graph or lists, ids, quantiser) per vector
                 "dense_bytes": dense_bytes,
                 "dense_bytes_per_vector": round(dense_bytes / max(int(dense.ntotal), 1), 2),
-                "dense_build_s": round(t_dense, 3),
             },
         )
     print(
