@@ -39,6 +39,7 @@ BENCHMARKS = [
     "sweep",
     "rerank",
     "llm_judge",
+    "index_scale",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -52,6 +53,7 @@ QUICK_ARGS = {
     "sweep": ["--skip-sequential"],
     "rerank": ["--train", "--depths", "20"],
     "llm_judge": ["--n", "10"],
+    "index_scale": ["--n", "200000", "--queries", "300"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -119,6 +121,24 @@ SMOKE_ARGS = {
     "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
     # the packaged SmolLM2 in process judging two answers of the MTRAG fixture, then cached
     "llm_judge": ["--n", "2", "--cache-dir", "{tmp}/llm-judge-cache"],
+    # 3,000 synthetic 32-d vectors: every configuration kind built, searched and measured
+    "index_scale": [
+        "--n",
+        "3000",
+        "--dim",
+        "32",
+        "--clusters",
+        "10",
+        "--queries",
+        "30",
+        "--config",
+        '{"name": "ivf_pq+sq8", "dense": {"method": "ivf_pq", "nlist": 8, "pq_m": 8, '
+        '"pq_bits": 6, "refine": "sq8", "train_sample": 2000}, "knob": "nprobe", '
+        '"values": [1, 8]}',
+        "--config",
+        '{"name": "hnsw_sq", "dense": {"method": "hnsw_sq", "m": 8, "ef_construction": 32}, '
+        '"knob": "ef_search", "values": [16, 64]}',
+    ],  # fmt: skip
 }
 
 

@@ -279,3 +279,21 @@ def test_llm_judge_benchmark_times_the_packaged_model_and_its_cache(smoke):
     assert r["all_cached"] is True  # the second pass over the same answers is all cache hits
     assert r["prompt_tokens_mean"] > 0 and r["model_load_s"] > 0
     assert r["cached_call_ms"] < r["wall_s"]["p50"] * 1e3
+
+
+def test_index_scale_benchmark_measures_each_compressed_index_against_exact(smoke):
+    r = _ok(smoke, "index_scale")
+    assert r["config"]["n"] == 3000 and r["config"]["dim"] == 32
+    names = [x["name"] for x in r["results"]]
+    assert names == ["ivf_pq+sq8", "hnsw_sq"]
+    for x in r["results"]:
+        assert [s[x["knob"]] for s in x["search"]] == (
+            [1, 8] if x["knob"] == "nprobe" else [16, 64]
+        )
+        assert all(0.0 <= s["recall@10"] <= 1.0 and s["query_ms_p50"] > 0 for s in x["search"])
+        assert x["build_s"] > 0 and x["peak_rss_mb"] > 0
+    ivf = r["results"][0]
+    # nprobe 8 of 8 lists scans everything: recall can only grow with nprobe
+    assert ivf["search"][1]["recall@10"] >= ivf["search"][0]["recall@10"]
+    # 8 PQ bytes of 6 bits + 32 sq8 bytes + an id per vector: below float32's 128 bytes
+    assert ivf["bytes_per_vector"] < ivf["float32_bytes_per_vector"] == 128
