@@ -50,6 +50,15 @@ def test_worked_example_judge_calibration(reference):
     assert bins[1].mean_score == pytest.approx(0.71) and bins[1].share_faithful == 0.8
 
 
+def test_prevalence_threshold_on_the_worked_example(reference):
+    ex = reference["judge_calibration"]
+    # 5 of 8 faithful: threshold 0.625; predicted 1 for 0.9, 0.8, 0.7 only: TPR 3/5, TNR 3/3
+    t, ba = M.prevalence_threshold(ex["human_label"], ex["judge_score"])
+    assert t == 0.625 and ba == pytest.approx((3 / 5 + 1) / 2)
+    with pytest.raises(ValueError, match="both"):
+        M.prevalence_threshold([1, 1], [0.2, 0.9])
+
+
 def test_bin_edges_open_the_next_bin_and_one_is_in_the_last():
     bins = M.reliability_bins([1, 0, 1, 1], [0.3, 0.1, 1.0, 0.0], 10)
     assert [b.n for b in bins] == [1, 1, 0, 1, 0, 0, 0, 0, 0, 1]  # 0.3 in [0.3, 0.4)
@@ -425,6 +434,14 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     assert report["scorers"]["overlap"]["status"]["no_claims"] == 1
     assert report["scorers"][same]["n"] == 15 and report["scorers"][same]["kind"] == "baseline"
     assert report["scorers"][same]["held_out"]["roc_auc"] == 1.0
+    # threshold_rule auto: the overlap judge's score is its fitted answer model's probability,
+    # so its threshold is the calibration half's share of faithful answers; the baseline's is
+    # the balanced-accuracy maximum
+    overlap = report["scorers"]["overlap"]
+    cal = overlap["reverse"]["calibration"]
+    assert overlap["threshold_rule"] == "prevalence"
+    assert overlap["threshold"] == cal["n_faithful"] / cal["n"]
+    assert report["scorers"]["naive_overlap"]["threshold_rule"] == "max_balanced_accuracy"
     assert report["split"]["tasks"] == {"calibration": 4, "held_out": 4}
     naive = report["scorers"]["naive_overlap"]
     assert naive["n"] == 16 and naive["kind"] == "baseline"

@@ -145,6 +145,7 @@ def run(
     from ragrig.calibrate.core import (
         CALIBRATION,
         HELD_OUT,
+        THRESHOLD_RULES,
         evaluate,
         fit_answer_model_on,
         score_answers,
@@ -181,13 +182,15 @@ def run(
     for scorer in scorers:
         rows = score_answers(scorer, rated.answers, split, cfg.question)
         rows_by_scorer[scorer.name] = rows
+        rule = threshold_rule(cfg, scorer.name in fitted[CALIBRATION])
+        fit = THRESHOLD_RULES[rule]
         try:
-            results[scorer.name] = evaluate(rows, cfg.no_claims, cfg.ece_bins)
+            results[scorer.name] = evaluate(rows, cfg.no_claims, cfg.ece_bins, fit)
             if scorer.name in fitted[HELD_OUT]:
                 rev = score_answers(
                     reverse_scorers[scorer.name], rated.answers, split, cfg.question
                 )
-                results[scorer.name]["reverse"] = evaluate(rev, cfg.no_claims, cfg.ece_bins)[
+                results[scorer.name]["reverse"] = evaluate(rev, cfg.no_claims, cfg.ece_bins, fit)[
                     "reverse"
                 ]
                 results[scorer.name]["reverse"]["answer_model"] = "refitted on the held-out half"
@@ -195,6 +198,7 @@ def run(
         except ValueError as exc:
             raise RagrigError(f"calibrate {scorer.name} on {rated.path}: {exc}") from exc
         results[scorer.name]["kind"] = "baseline" if scorer.name in cfg.baselines else "judge"
+        results[scorer.name]["threshold_rule"] = rule
     results.update(_baselines_on_judge_rows(cfg, rows_by_scorer))
     out_dir = Path(cfg.out_dir)
     out_dir = out_dir if out_dir.is_absolute() else root / out_dir
@@ -248,8 +252,8 @@ def run(
                 (
                     THRESHOLD_KEY,
                     repr(float(value)),
-                    f"chosen by `ragrig calibrate` (max balanced accuracy on {half}, "
-                    f"no_claims -> {cfg.no_claims})",
+                    f"chosen by `ragrig calibrate` ({RULE_NOTES[results[name]['threshold_rule']]}"
+                    f" on {half}, no_claims -> {cfg.no_claims})",
                 )
             )
             write_fitted(path, entries)
@@ -258,6 +262,20 @@ def run(
     if written:
         write_json(out_dir / "calibration.json", report)
     return report
+
+
+RULE_NOTES = {
+    "max_balanced_accuracy": "max balanced accuracy",
+    "prevalence": "the share of faithful answers, the Bayes threshold of a calibrated probability,",
+}
+
+
+def threshold_rule(cfg: CalibrateConfig, calibrated: bool) -> str:
+    """The rule fitting a scorer's threshold: `auto` takes prevalence for a score that is a
+    calibrated probability (an answer model fitted here), the balanced-accuracy maximum else."""
+    if cfg.threshold_rule != "auto":
+        return cfg.threshold_rule
+    return "prevalence" if calibrated else "max_balanced_accuracy"
 
 
 def _baselines_on_judge_rows(cfg: CalibrateConfig, rows_by_scorer: dict[str, list]) -> dict:

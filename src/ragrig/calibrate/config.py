@@ -58,6 +58,13 @@ class CalibrateConfig(Section):
         description="how a no_claims verdict scores: left out of the metrics (METRICS.md: an "
         "answer with no claims has no faithfulness score), 1.0 or 0.0; always counted apart",
     )
+    threshold_rule: Literal["auto", "max_balanced_accuracy", "prevalence"] = Field(
+        "auto",
+        description="how the decision threshold is fitted on the calibration half: the score "
+        "maximising balanced accuracy, or the share of faithful answers (the Bayes threshold "
+        "of a calibrated probability); auto: prevalence for a judge whose answer model "
+        "calibrate fits (its score is a probability), max_balanced_accuracy for the others",
+    )
     question: Literal["last_turn", "conversation"] = "conversation"
     ece_bins: int = Field(10, ge=1, le=100)
     out_dir: str = "reports/calibration"

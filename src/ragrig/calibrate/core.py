@@ -161,8 +161,18 @@ def metric_rows(rows: Sequence[Scored], no_claims: str) -> list[tuple[Scored, fl
 
 
 def fit_on(rows: Sequence[tuple[Scored, float]]) -> tuple[float, float]:
-    """Fit the decision threshold on these rows, and only these."""
+    """Fit the decision threshold on these rows, and only these: the score maximising
+    balanced accuracy."""
     return M.fit_threshold([r.label for r, _ in rows], [s for _, s in rows])
+
+
+def prevalence_on(rows: Sequence[tuple[Scored, float]]) -> tuple[float, float]:
+    """The decision threshold of a calibrated probability, from these rows only: their share
+    of faithful answers (ragrig.metrics.calibration.prevalence_threshold)."""
+    return M.prevalence_threshold([r.label for r, _ in rows], [s for _, s in rows])
+
+
+THRESHOLD_RULES = {"max_balanced_accuracy": fit_on, "prevalence": prevalence_on}
 
 
 def fit_answer_model_on(answers: Sequence[RatedAnswer], split: Split, half: str = CALIBRATION):

@@ -135,6 +135,17 @@ def fit_threshold(labels: Sequence[int], scores: Sequence[float]) -> tuple[float
     return best_t, best_ba  # type: ignore[return-value]
 
 
+def prevalence_threshold(labels: Sequence[int], scores: Sequence[float]) -> tuple[float, float]:
+    """(threshold, balanced accuracy on these rows) for a score that is a calibrated
+    probability: the share of positives among these rows. Calling an answer faithful when
+    P(faithful) >= that share is the Bayes decision for balanced accuracy (both classes
+    weighted by the inverse of their share), with no free parameter to over-fit."""
+    y, s = _scores(labels, scores)
+    _both_classes(y, "fitting a threshold")
+    t = float(y.mean())
+    return t, balanced_accuracy(y, (s >= t).astype(int))
+
+
 def summarise(
     labels: Sequence[int], scores: Sequence[float], threshold: float, n_bins: int
 ) -> dict[str, float | int | None]:
