@@ -129,12 +129,15 @@ def test_every_good_file_parses_beside_the_bad_ones(run):
     assert set(run["parsed"].documents["path"]) == set(GOOD)
 
 
-def test_workers_import_the_ragrig_being_run(run):
+def test_workers_import_the_ragrig_being_run(monkeypatch):
     """Python 3.11's forkserver ignores sys.path: the src/ of this ragrig leads PYTHONPATH."""
     import ragrig
+    from ragrig.parse.docling import _context
 
     src = str(Path(ragrig.__file__).resolve().parents[1])
-    assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == src
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    _context()
+    assert os.environ["PYTHONPATH"] == os.pathsep.join([src, "/elsewhere"])
 
 
 def test_a_timed_out_conversion_is_killed(run):
