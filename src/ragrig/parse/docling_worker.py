@@ -52,7 +52,13 @@ def make_converter() -> DocumentConverter:
     conv = DocumentConverter(
         allowed_formats=list(INPUT_FORMATS.values()),
         format_options={
-            InputFormat.PDF: NativePdfFormatOption(pipeline_options=NativePdfPipelineOptions())
+            InputFormat.PDF: NativePdfFormatOption(
+                # text only: rendered page and picture images would cost time and fill the
+                # JSON (megabytes of base64 per document) that nothing downstream reads
+                pipeline_options=NativePdfPipelineOptions(
+                    generate_page_images=False, generate_picture_images=False
+                )
+            )
         },
     )
     for fmt in INPUT_FORMATS.values():  # build every pipeline now, not inside a timed file
@@ -170,5 +176,8 @@ def serve(conn: Any) -> None:
         if task is None:
             break
         index, path, fmt = task
-        conn.send(("result", index, convert(conv, path, fmt)))
+        cpu = time.process_time()
+        result = convert(conv, path, fmt)
+        result["cpu_s"] = time.process_time() - cpu  # this process's CPU time on the file
+        conn.send(("result", index, result))
     conn.close()
