@@ -68,7 +68,9 @@ def per_format(root: Path, timeout_s: float) -> tuple[dict, list, float]:
     t0 = time.perf_counter()
     entries = parser.convert([root])
     wall = time.perf_counter() - t0
-    rows: dict[str, dict] = defaultdict(lambda: {"files": 0, "pages": 0, "seconds": 0.0})
+    rows: dict[str, dict] = defaultdict(
+        lambda: {"files": 0, "pages": 0, "seconds": 0.0, "cpu": 0.0}
+    )
     for e in entries:
         if e.status != "parsed":
             continue
@@ -76,6 +78,7 @@ def per_format(root: Path, timeout_s: float) -> tuple[dict, list, float]:
         r["files"] += 1
         r["pages"] += e.pages
         r["seconds"] += e.seconds
+        r["cpu"] += e.result.get("cpu_s", 0.0)
     out = {}
     for fmt, r in sorted(rows.items()):
         out[fmt] = {
@@ -84,6 +87,10 @@ def per_format(root: Path, timeout_s: float) -> tuple[dict, list, float]:
             "conversion_s": round(r["seconds"], 3),
             "documents_per_s": round(r["files"] / r["seconds"], 2),
             "pages_per_s": round(r["pages"] / r["seconds"], 2) if r["pages"] else None,
+            # the worker's CPU seconds: what the rates would be on an idle core
+            "cpu_s": round(r["cpu"], 3),
+            "documents_per_cpu_s": round(r["files"] / r["cpu"], 2),
+            "pages_per_cpu_s": round(r["pages"] / r["cpu"], 2) if r["pages"] else None,
         }
     files = [e.report() for e in entries]
     return out, files, wall
@@ -235,9 +242,29 @@ def main(argv: list[str] | None = None) -> dict:
     C.print_table(
         f"docling conversion per format, one worker ({args.dataset_root.name}; wall {wall:.1f} s "
         "with worker start-up)",
-        ["format", "files", "pages", "conversion s", "documents/s", "pages/s"],
         [
-            [f, r["files"], r["pages"], r["conversion_s"], r["documents_per_s"], r["pages_per_s"]]
+            "format",
+            "files",
+            "pages",
+            "conversion s",
+            "documents/s",
+            "pages/s",
+            "CPU s",
+            "documents/CPU-s",
+            "pages/CPU-s",
+        ],
+        [
+            [
+                f,
+                r["files"],
+                r["pages"],
+                r["conversion_s"],
+                r["documents_per_s"],
+                r["pages_per_s"],
+                r["cpu_s"],
+                r["documents_per_cpu_s"],
+                r["pages_per_cpu_s"],
+            ]
             for f, r in formats.items()
         ],
     )

@@ -192,7 +192,7 @@ def test_parse_benchmark_on_the_documents_fixture(smoke):
     formats = r["per_format"]
     assert set(formats) == {"docx", "html", "md", "pdf", "pptx", "xlsx"}
     assert (formats["pdf"]["files"], formats["pdf"]["pages"]) == (1, 2)
-    assert all(f["documents_per_s"] > 0 for f in formats.values())
+    assert all(f["documents_per_s"] > 0 and f["cpu_s"] > 0 for f in formats.values())
     assert formats["pdf"]["pages_per_s"] > 0 and formats["html"]["pages_per_s"] is None
     assert r["needs_ocr"] == []
     mem = r["peak_memory"]  # the largest fixture document is the DOCX
