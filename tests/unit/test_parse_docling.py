@@ -390,6 +390,8 @@ def test_stage_writes_elements_docling_json_and_the_report(tmp_path, monkeypatch
     assert sorted(p.stem for p in (out / "docling").glob("*.json")) == sorted(set(docs["file_id"]))
     report = read_json(out / "parse_report.json")
     assert [f["path"] for f in report["files"]] == GOOD
+    by_path = {p: set(g) for p, g in docs.groupby("path")["file_id"]}
+    assert all({f["file_id"]} == by_path[f["path"]] and f["chars"] > 0 for f in report["files"])
     assert report["counts"] == {"parsed": len(GOOD), "failed": 0, "skipped": 0, "timed_out": 0}
     manifest = read_json(out / "manifest.json")
     assert manifest["files"] == report["counts"] and manifest["documents"] == len(docs)
