@@ -485,7 +485,6 @@ class DoclingParser:
         max_bytes: int = 100_000_000,
         max_failure_share: float = 0.1,
         exclude: tuple[str, ...] = (),
-        progress: bool = True,
     ):
         self.unit = unit
         self.workers = workers
@@ -493,7 +492,6 @@ class DoclingParser:
         self.max_bytes = max_bytes
         self.max_failure_share = max_failure_share
         self.exclude = list(exclude)
-        self.progress = progress
 
     @classmethod
     def from_config(cls, cfg: Any) -> DoclingParser:
