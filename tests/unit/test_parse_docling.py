@@ -419,3 +419,30 @@ def test_console_names_files_not_parsed_up_to_a_limit():
     assert lines[1] == "parse:   skipped: f00.txt: unsupported"
     assert lines[SHOWN + 1] == "parse:   and 5 more (parse_report.json)"
     assert lines[-1] == "parse: no golden queries (dataset.golden is not set)"
+
+
+def test_data_ensure_accepts_a_documents_dataset(tmp_path):
+    """`ragrig data ensure` (run by `make repro`) checks a documents dataset's folders instead of
+    reading them as a BEIR layout."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    project = FIXTURES.parents[1]
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["dataset"] = {"name": "docs", "root": str(DOCS), "golden": str(GOLDEN)}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    cmd = [sys.executable, "-m", "ragrig.cli", "data", "ensure", "--params", "params.yaml"]
+    env = {**os.environ, "PYTHONPATH": str(project / "src")}  # this checkout's ragrig
+    ok = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == (
+        f"dataset docs present at {DOCS}: {len(GOOD)} files in 1 documents folder(s), "
+        f"golden set {GOLDEN}"
+    )
+    params["dataset"]["golden"] = str(tmp_path / "nowhere")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    bad = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert bad.returncode != 0
+    assert f"dataset docs: not found: {tmp_path / 'nowhere' / 'queries.jsonl'}" in bad.stderr
