@@ -40,6 +40,7 @@ BENCHMARKS = [
     "rerank",
     "llm_judge",
     "index_scale",
+    "parse",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -54,6 +55,7 @@ QUICK_ARGS = {
     "rerank": ["--train", "--depths", "20"],
     "llm_judge": ["--n", "10"],
     "index_scale": ["--n", "200000", "--queries", "300"],
+    "parse": ["--copies", "30"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -63,6 +65,8 @@ OWN_SMOKE_DATASET = {
     "llm_judge": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
     # tiny_beir with a train split: the reranker trains on it
     "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
+    # documents of every format, not a BEIR folder (default: ../shared/datasets/docling_test_docs)
+    "parse": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
 }
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
@@ -139,6 +143,8 @@ SMOKE_ARGS = {
         '{"name": "hnsw_sq", "dense": {"method": "hnsw_sq", "m": 8, "ef_construction": 32}, '
         '"knob": "ef_search", "values": [16, 64]}',
     ],  # fmt: skip
+    # the six fixture documents, then a folder of 8 distinct copies of them
+    "parse": ["--copies", "8", "--timeout-s", "60"],
 }
 
 
