@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
             "status": r["status"],
             "no_claims_human_faithful": r["no_claims"]["human_faithful"],
             "threshold": round(r["threshold"], 4),
+            "threshold_rule": r["threshold_rule"],
             "reverse_threshold": _r(r["reverse"]["threshold"]),
             "balanced_accuracy_held_out": _r(r["held_out"]["balanced_accuracy"]),
             "balanced_accuracy_reverse": _r(r["reverse"]["calibration"].get("balanced_accuracy")),
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
             "cohen_kappa_held_out": _r(r["held_out"]["cohen_kappa"]),
             "ece_held_out": _r(r["held_out"]["ece"]),
             "ece_all": _r(r["all"]["ece"]),
-            "answers_per_s": speed[name],
+            "answers_per_s": speed[r.get("scorer", name)],
             "issue_figures": ISSUE_FIGURES.get(name),
         }
     default = cfg.judges[0] if cfg.judges else None

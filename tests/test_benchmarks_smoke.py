@@ -145,9 +145,13 @@ def test_calibrate_benchmark_on_the_mtrag_shaped_fixture(smoke):
     )
     assert (r["counts"]["evaluations"], r["counts"]["faithful"]) == (16, 8)
     assert r["split"]["tasks"] == {"calibration": 4, "held_out": 4}
-    assert set(r["scorers"]) == {"overlap", "naive_overlap"}
+    same = "naive_overlap on overlap's answers"  # no_claims excluded: t7's refusal left out
+    assert set(r["scorers"]) == {"overlap", "naive_overlap", same}
     # held out: faithful 1, 7/8, 1, 0 against unfaithful 1/7, 1/7, 0, 0 (fixture README)
     assert r["scorers"]["naive_overlap"]["roc_auc_held_out"] == 0.8125
+    assert r["scorers"][same]["roc_auc_held_out"] == 1.0  # without t7's refusal (scored 0)
+    assert r["scorers"][same]["answers_per_s"] == r["scorers"]["naive_overlap"]["answers_per_s"]
+    assert r["scorers"]["overlap"]["threshold_rule"] == "prevalence"
     assert r["target_met"] is None  # the targets are MTRAG's
     # split seeds 1 and 2: naive overlap's held-out ROC-AUC 0.7812 and 1.0 (no fitting in it)
     assert r["seeds"]["naive_overlap"]["roc_auc"] == {

@@ -433,6 +433,7 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     assert report["scorers"]["overlap"]["n_measured"] == 15
     assert report["scorers"]["overlap"]["status"]["no_claims"] == 1
     assert report["scorers"][same]["n"] == 15 and report["scorers"][same]["kind"] == "baseline"
+    assert report["scorers"][same]["scorer"] == "naive_overlap"
     assert report["scorers"][same]["held_out"]["roc_auc"] == 1.0
     # threshold_rule auto: the overlap judge's score is its fitted answer model's probability,
     # so its threshold is the calibration half's share of faithful answers; the baseline's is

@@ -297,6 +297,8 @@ def _baselines_on_judge_rows(cfg: CalibrateConfig, rows_by_scorer: dict[str, lis
         except ValueError as exc:
             raise RagrigError(f"calibrate {name_on}: {exc}") from exc
         out[name_on]["kind"] = "baseline"
+        out[name_on]["scorer"] = name  # the same scorer, measured on fewer rows
+        out[name_on]["threshold_rule"] = "max_balanced_accuracy"
         out[name_on]["rows"] = f"the {len(rows)} answers {judge} scored"
     return out
 
