@@ -88,7 +88,9 @@ def tables_from(doc, file_id: str, unit: str = "file") -> tuple[pd.DataFrame, pd
     return pd.DataFrame(docs), elements
 
 
-def write_parse_dir(doc, out: Path, file_id: str, unit: str = "file") -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_parse_dir(
+    doc, out: Path, file_id: str, unit: str = "file"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """documents.parquet, elements.parquet and docling/<file_id>.json under `out`."""
     documents, elements = tables_from(doc, file_id, unit)
     (out / "docling").mkdir(parents=True, exist_ok=True)

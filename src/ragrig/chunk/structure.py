@@ -41,8 +41,8 @@ def read_elements(path: Path) -> pd.DataFrame | None:
 @dataclass(frozen=True)
 class Unit:
     """A span a chunk must contain whole or not at all: a table, a list (a run of consecutive
-    list items), or a numbered section (its heading up to the next heading of the same or a
-    higher level)."""
+    list items), or the body of a numbered section (the elements after its heading up to the
+    next heading of the same or a higher level; the heading itself travels in `section`)."""
 
     doc_id: str
     kind: str  # table | list | numbered_section
@@ -135,8 +135,10 @@ def units(elements: Elements) -> list[Unit]:
                 if kinds[j] in HEADING_KINDS and levels[j] <= levels[i]:
                     break
                 last = j
-            end = max(ends[i : last + 1])
-            out.append(Unit(doc_id, "numbered_section", starts[i], end, texts[i].strip()))
+            if last == i:
+                continue  # a heading with no body in this row
+            body_start, end = min(starts[i + 1 : last + 1]), max(ends[i + 1 : last + 1])
+            out.append(Unit(doc_id, "numbered_section", body_start, end, texts[i].strip()))
     return out
 
 
