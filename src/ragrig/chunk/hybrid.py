@@ -10,7 +10,7 @@ or list items packed apart), the pieces are joined again: a table or list is nev
 chunk that then exceeds max_tokens is counted (`oversized`).
 
 `overlap` > 0 starts each chunk after a document's first up to `overlap` tokens earlier,
-never before the previous chunk's start and never inside a table or list.
+always after the previous chunk's own start and never inside a table or list.
 
 A documents row with no docling document (BEIR corpora) is chunked as a docling document of
 its paragraphs (blocks separated by a blank line), counted as `plain_documents`.
@@ -171,16 +171,19 @@ class HybridDoclingChunker:
         out: dict[str, list[tuple[int, int]]] = {}
         units = _unit_spans(refs.values())
         offsets: dict[str, list[int]] = {}
+        previous: dict[str, int] = {}  # a document's previous chunk start, before overlap
         for doc_id, start, end, _ in groups:
             spans = out.setdefault(doc_id, [])
             content = contents[doc_id]
-            if self.overlap and spans:
+            own_start = start
+            if self.overlap and doc_id in previous:
                 if doc_id not in offsets:
                     enc = self.fast.encode(content, add_special_tokens=False)
                     offsets[doc_id] = [s for s, e in enc.offsets if e > s]
                 start = _overlap_start(
-                    offsets[doc_id], start, spans[-1][0], units.get(doc_id, []), self.overlap
+                    offsets[doc_id], start, previous[doc_id], units.get(doc_id, []), self.overlap
                 )
+            previous[doc_id] = own_start
             n_tokens = len(self.fast.encode(content[start:end], add_special_tokens=False).ids)
             if n_tokens > self.max_tokens:
                 self.stats["oversized"] += 1
