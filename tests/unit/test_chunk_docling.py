@@ -237,3 +237,77 @@ def test_semantic_from_config_with_pysbd_and_the_packaged_model():
         "Mars has two moons. Phobos is the larger of the two moons of Mars.",
         "The stock market fell sharply on Monday. Investors sold bank shares.",
     ]
+
+
+def _run_chunk_stage(parse_dir: Path, out: Path, chunk: dict) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    project = Path(__file__).resolve().parents[2]
+    params = out.parent / f"params_{out.name}.yaml"
+    params.write_text(yaml.safe_dump({"chunk": chunk}))
+    subprocess.run(
+        [sys.executable, str(project / "stages" / "chunk.py"), "--params", str(params)]
+        + ["--out", str(out), "--inputs", str(parse_dir)],
+        check=True,
+        env={**os.environ, "RAGRIG_PROGRESS": "0"},
+        capture_output=True,
+        text=True,
+    )
+    return json.loads((out / "ingestion.json").read_text())
+
+
+def test_chunk_stage_writes_pointers_and_ingestion_json(parsed, tmp_path):
+    docs, els, folder = parsed["file"]
+    ing = _run_chunk_stage(
+        folder.parent,
+        tmp_path / "hybrid",
+        {"method": "hybrid", "max_tokens": 32, "coherence_documents": 1},
+    )
+    chunks = pd.read_parquet(tmp_path / "hybrid" / "chunks.parquet")
+    assert {"page", "section"} <= set(chunks.columns)
+    assert ing["attribution"]["value"] == 1.0 and ing["attribution"]["chunks"] == len(chunks)
+    assert ing["boundary_violations"]["by_kind"]["list"] == 0
+    coh = ing["coherence"]
+    assert coh["sample_documents"] == 1 and coh["within_pairs"] > 0 and coh["across_pairs"] > 0
+    assert coh["value"] == pytest.approx(coh["within"] - coh["across"])
+    assert ing["near_duplicates"]["labelled"]["false_merges"] == 1
+    assert ing["near_duplicates"]["documents"]["items"] == 1
+
+
+def test_chunk_stage_without_elements_keeps_the_beir_table(tmp_path):
+    parse_dir = tmp_path / "parse"
+    parse_dir.mkdir()
+    texts = ["Mars has two moons. Phobos is larger.", "Mars has two moons. Phobos is larger!", ""]
+    pd.DataFrame(
+        {
+            "doc_id": ["a", "b", "c"],
+            "title": "",
+            "text": texts,
+            "content": texts,
+            "source": "beir",
+            "content_hash": "",
+        }
+    ).to_parquet(parse_dir / "documents.parquet", index=False)
+    ing = _run_chunk_stage(
+        parse_dir, tmp_path / "doc", {"method": "document", "coherence_documents": 2}
+    )
+    chunks = pd.read_parquet(tmp_path / "doc" / "chunks.parquet")
+    assert list(chunks.columns) == ["chunk_id", "doc_id", "text", "start", "end"]
+    assert ing["attribution"] == {
+        "value": 1.0,
+        "verified": 3,
+        "chunks": 3,
+        "empty_chunks": 1,
+        "checked_page_section": False,
+        "failures": {},
+    }
+    assert ing["boundary_violations"]["value"] == 0.0
+    # one chunk per document: no boundary, so no across pair; coherence absent, not NaN
+    assert ing["coherence"]["value"] is None and ing["coherence"]["across_pairs"] == 0
+    nd = ing["near_duplicates"]["documents"]
+    assert (nd["items"], nd["empty"], nd["groups"], nd["examples"]) == (2, 1, 1, [["a", "b"]])

@@ -208,3 +208,47 @@ def test_false_and_missed_merges_on_the_labelled_sample():
     assert (out["false_merges"], out["missed_merges"]) == (1, 1)
     assert out["false_merge_rate"] == out["missed_merge_rate"] == 1 / 6
     assert m.merge_errors([])["false_merge_rate"] is None
+
+
+def test_report_summary_lines_and_mlflow_keys_of_the_ingestion_section():
+    from ragrig.metrics.aggregate import flatten
+    from ragrig.report.summary import ingestion_lines
+
+    ing = {
+        "attribution": {"value": 1.0, "verified": 4, "chunks": 4, "failures": {}},
+        "boundary_violations": {
+            "value": 0.25,
+            "violating_chunks": 1,
+            "chunks": 4,
+            "by_kind": {"table": 1, "list": 0, "numbered_section": 0},
+            "max_tokens": None,
+        },
+        "coherence": {
+            "value": None,
+            "within": None,
+            "within_pairs": 0,
+            "across": None,
+            "across_pairs": 0,
+        },
+        "near_duplicates": {
+            "documents": {
+                "value": 2 / 3,
+                "items": 3,
+                "items_in_groups": 2,
+                "examples": [["a", "b"]],
+            },
+            "chunks": {"value": None, "items": 0, "items_in_groups": 0},
+            "labelled": {"false_merges": 1, "distinct": 6, "missed_merges": 1, "duplicates": 6},
+        },
+    }
+    assert ingestion_lines(ing) == [
+        "ingestion: attribution 1.0000 (4/4); boundary violations 0.2500 (1/4) (table 1, list 0, "
+        "numbered_section 0); coherence n/a (0 within, 0 across pairs)",
+        "near-duplicates: documents 0.6667 (2/3), chunks n/a (0/0); labelled sample: "
+        "1/6 false merges, 1/6 missed merges",
+    ]
+    assert ingestion_lines(None) == []
+    keys = flatten({"ingestion": ing})
+    assert keys["ingestion/attribution/value"] == 1.0
+    assert keys["ingestion/near_duplicates/labelled/false_merges"] == 1.0
+    assert "ingestion/coherence/value" not in keys  # absent, never NaN

@@ -15,12 +15,12 @@ import pandas as pd
 from ragrig.chunk.structure import Elements, units
 from ragrig.metrics import ingestion as m
 
-PAIRS_FILE = "near_duplicate_pairs.jsonl"  # ragrig/metrics/data/: the labelled sample
+PAIRS_FILE = "near_duplicate_pairs.jsonl"  # ragrig/chunk/data/: the labelled sample
 
 
 def labelled_pairs() -> list[dict[str, Any]]:
-    """The labelled near-duplicate pairs shipped with ragrig (ragrig/metrics/data/)."""
-    text = resources.files("ragrig.metrics").joinpath("data", PAIRS_FILE).read_text("utf-8")
+    """The labelled near-duplicate pairs shipped with ragrig (ragrig/chunk/data/)."""
+    text = resources.files("ragrig.chunk").joinpath("data", PAIRS_FILE).read_text("utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

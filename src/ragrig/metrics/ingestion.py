@@ -109,9 +109,10 @@ def attribution(
     """Chunks whose pointer resolves to the same text / chunks.
 
     A pointer (doc_id, start, end, and with elements page and section) resolves when its
-    doc_id is a documents row, 0 <= start < end <= len(content), content[start:end] equals
+    doc_id is a documents row, 0 <= start <= end <= len(content), content[start:end] equals
     the chunk's text, and (when the corpus has elements and the chunk carries page/section)
-    the element holding `start` has that page and section. Failures are counted by reason.
+    the element holding `start` has that page and section. Failures are counted by reason;
+    empty chunks (an empty document's) are counted apart (`empty_chunks`), not as failures.
     """
     contents = dict(zip(documents["doc_id"], documents["content"], strict=True))
     check_struct = bool(elements) and {"page", "section"} <= set(chunks.columns)
@@ -121,7 +122,7 @@ def attribution(
         start, end = int(row.start), int(row.end)
         if content is None:
             failures["unknown_document"] += 1
-        elif not 0 <= start < end <= len(content):
+        elif not 0 <= start <= end <= len(content):
             failures["span_out_of_range"] += 1
         elif content[start:end] != row.text:
             failures["text_mismatch"] += 1
@@ -137,6 +138,7 @@ def attribution(
         "value": _share(n - bad, n),
         "verified": n - bad,
         "chunks": n,
+        "empty_chunks": int((chunks["start"] == chunks["end"]).sum()) if n else 0,
         "checked_page_section": check_struct,
         "failures": dict(sorted(failures.items())),
     }
