@@ -48,6 +48,10 @@ def test_normalise_markdown_strips_syntax_the_same_way_for_both_sides():
         "Moons of Mars Phobos link Deimos Moon km Phobos 22 code snake_case em"
     )
     assert m.normalise_markdown("ﬁne\u00a0 text") == "fine text"  # NFKC
+    # escapes keep their literal character; a table rule with one dash per cell is a rule
+    assert m.normalise_markdown("RRID:AB\\_262044 \\*x\\* a\\\\b\n| - | :-: |") == (
+        "RRID:AB_262044 *x* a\\b"
+    )
 
 
 PARTS = ["Intro text here.", "| a | b |\n|---|---|\n| 1 | 2 |", "- one", "- two", "Tail."]
@@ -252,3 +256,47 @@ def test_report_summary_lines_and_mlflow_keys_of_the_ingestion_section():
     assert keys["ingestion/attribution/value"] == 1.0
     assert keys["ingestion/near_duplicates/labelled/false_merges"] == 1.0
     assert "ingestion/coherence/value" not in keys  # absent, never NaN
+
+
+def test_ingest_fidelity_scores_a_reference_folder_per_type(tmp_path, reference):
+    from ragrig.ingest_fidelity import format_table, score_folder
+
+    ex = reference["cer_wer"]
+    (tmp_path / "groundtruth").mkdir()
+    for kind, name, ref in (("html", "a.html", ex["refs"][0]), ("pdf", "b.pdf", "# Title\n\nOk.")):
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / name).write_text("source")
+        (tmp_path / "groundtruth" / f"{name}.md").write_text(ref)
+    (tmp_path / "pdf" / "bad.pdf").write_text("x")
+    (tmp_path / "groundtruth" / "bad.pdf.md").write_text("x")
+    (tmp_path / "html" / "no_reference.html").write_text("x")
+    outputs = {"a.html": "**" + ex["hyps"][0] + "**", "b.pdf": "## Title\nOk."}
+
+    def convert(path):
+        if path.name == "bad.pdf":
+            raise ValueError("encrypted")
+        return outputs[path.name]
+
+    out = score_folder(tmp_path, convert)
+    assert round(out["by_type"]["html"]["cer"], 3) == 0.105
+    assert round(out["by_type"]["html"]["wer"], 3) == 0.286
+    assert out["by_type"]["pdf"]["cer"] == 0.0 and out["by_type"]["pdf"]["documents"] == 1
+    assert out["failed"] == [{"type": "pdf", "file": "bad.pdf", "reason": "ValueError: encrypted"}]
+    assert [r["file"] for r in out["documents"]] == ["a.html", "b.pdf"]
+    assert "| html | 1 | 0.105 | 0.286 | 38 |" in format_table(out)
+
+
+def test_ingest_fidelity_with_docling_on_a_small_html(tmp_path):
+    from ragrig.ingest_fidelity import score_folder
+    from tests.conftest import SHARED
+
+    docs = SHARED / "datasets" / "docling_test_docs"
+    if not docs.is_dir():
+        pytest.skip("../shared/datasets/docling_test_docs not present")
+    (tmp_path / "html").mkdir()
+    (tmp_path / "groundtruth").mkdir()
+    for rel in ("html/example_01.html", "groundtruth/example_01.html.md"):
+        (tmp_path / rel).write_bytes((docs / rel).read_bytes())
+    out = score_folder(tmp_path)
+    assert out["by_type"]["html"]["documents"] == 1 and out["failed"] == []
+    assert out["by_type"]["html"]["cer"] == 0.0 and out["by_type"]["html"]["wer"] == 0.0

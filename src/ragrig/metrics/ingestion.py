@@ -37,7 +37,7 @@ _MD_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
     (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),  # links: their text
     (re.compile(r"^\s*```[^\n]*$", re.M), " "),  # code fences
-    (re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.M), " "),  # table rules
+    (re.compile(r"^(?=[^\n]*\|)(?=[^\n]*-)[ \t|:-]+$", re.M), " "),  # table rules |---|:-:|
     (re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$", re.M), " "),  # horizontal rules
     (re.compile(r"^\s{0,3}#{1,6}\s+", re.M), ""),  # heading marks
     (re.compile(r"^\s*>\s?", re.M), ""),  # block quotes
@@ -45,8 +45,9 @@ _MD_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\|"), " "),  # table cell separators
     (re.compile(r"(\*\*|__|\*|`|~~)"), ""),  # emphasis, inline code, strike-through
     (re.compile(r"(?<!\w)_(?=\w)|(?<=\w)_(?!\w)"), ""),  # _emphasis_ (not snake_case)
-    (re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])"), r"\1"),  # Markdown escapes
 ]
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")  # a Markdown escape: \_ \* \# ...
+_HIDE = 0xF0000  # escaped characters wait in a private-use plane while the rules run
 
 
 def normalise_markdown(text: str) -> str:
@@ -54,11 +55,14 @@ def normalise_markdown(text: str) -> str:
     comments and HTML tags dropped; images and links replaced by their text; code fences,
     table rules and horizontal rules dropped; heading, quote and list markers (at line start),
     table pipes, emphasis, inline-code and strike-through marks removed; Markdown escapes
-    unescaped; every run of whitespace one space; ends stripped. Case and punctuation are kept.
+    (`\\_`, `\\*`) kept as their literal character; every run of whitespace one space; ends
+    stripped. Case and punctuation are kept.
     """
     text = unicodedata.normalize("NFKC", text)
+    text = _ESCAPE.sub(lambda m: chr(_HIDE + ord(m.group(1))), text)
     for pattern, repl in _MD_RULES:
         text = pattern.sub(repl, text)
+    text = re.sub("[\U000f0000-\U000f00ff]", lambda m: chr(ord(m.group(0)) - _HIDE), text)
     return " ".join(text.split())
 
 
