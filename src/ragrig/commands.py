@@ -38,7 +38,7 @@ def add_ingest_fidelity(sub: Any) -> None:
     p = sub.add_parser(
         "ingest-fidelity",
         help="CER/WER per document type of docling's conversions against reference Markdown",
-        description=_doc("ragrig.ingest_fidelity"),
+        description=_doc("ragrig.metrics.fidelity"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -48,7 +48,7 @@ def add_ingest_fidelity(sub: Any) -> None:
         help="folder of <type>/<file> sources and groundtruth/<file>.md references",
     )
     p.add_argument("--out", default=None, help="write the result as JSON")
-    p.set_defaults(func=_lazy("ragrig.ingest_fidelity", "cmd_ingest_fidelity"))
+    p.set_defaults(func=_lazy("ragrig.metrics.fidelity", "cmd_ingest_fidelity"))
 
 
 def add_compare(sub: Any) -> None:

@@ -84,7 +84,7 @@ def test_hybrid_never_splits_a_table_or_a_list_and_every_pointer_resolves(parsed
     assert chunks.loc[chunks.start == lst.start, "section"].item() == "Moons of Mars > 1. Phobos"
     n_tokens = [len(tok.encode(t, add_special_tokens=False).ids) for t in chunks.text]
     assert sum(n > 16 for n in n_tokens) == chunker.stats["oversized"]
-    att = m.attribution(chunks, docs, Elements(els))
+    att = m.attribution(chunks, docs, Elements(els).pointer)
     assert att["value"] == 1.0 and att["checked_page_section"]
     bv = m.boundary_violations(
         chunks, docs, units(Elements(els)), 16, lambda t: len(tok.encode(t).ids)
@@ -106,7 +106,7 @@ def test_hybrid_over_section_rows_points_into_each_row(parsed):
     assert len(docs) == 4
     section_of = dict(zip(docs["doc_id"], docs["section"], strict=True))
     assert all(section_of[d] == s for d, s in zip(chunks.doc_id, chunks.section, strict=True))
-    assert m.attribution(chunks, docs, Elements(els))["value"] == 1.0
+    assert m.attribution(chunks, docs, Elements(els).pointer)["value"] == 1.0
 
 
 def test_hybrid_overlap_reaches_back_but_never_into_a_table_or_list(parsed, tok):

@@ -103,7 +103,7 @@ def test_attribution_counts_each_failure_by_reason():
     # with elements: page and section of the element holding the start must match
     with_ptr = _chunks([(0, 16), (49, 61)])
     with_ptr["page"], with_ptr["section"] = [1, 1], ["", "S > L"]
-    out = m.attribution(with_ptr, DOCS, Elements(ELEMENTS))
+    out = m.attribution(with_ptr, DOCS, Elements(ELEMENTS).pointer)
     assert out["value"] == 0.5 and out["failures"] == {"page_mismatch": 1}
     empty = m.attribution(
         _chunks([]).reindex(columns=["chunk_id", "doc_id", "text", "start", "end"]), DOCS
@@ -259,7 +259,7 @@ def test_report_summary_lines_and_mlflow_keys_of_the_ingestion_section():
 
 
 def test_ingest_fidelity_scores_a_reference_folder_per_type(tmp_path, reference):
-    from ragrig.ingest_fidelity import format_table, score_folder
+    from ragrig.metrics.fidelity import format_table, score_folder
 
     ex = reference["cer_wer"]
     (tmp_path / "groundtruth").mkdir()
@@ -287,7 +287,7 @@ def test_ingest_fidelity_scores_a_reference_folder_per_type(tmp_path, reference)
 
 
 def test_ingest_fidelity_with_docling_on_a_small_html(tmp_path):
-    from ragrig.ingest_fidelity import score_folder
+    from ragrig.metrics.fidelity import score_folder
     from tests.conftest import SHARED
 
     docs = SHARED / "datasets" / "docling_test_docs"

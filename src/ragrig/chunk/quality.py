@@ -78,7 +78,7 @@ def ingestion_metrics(
         return len(tok.encode(text, add_special_tokens=False).ids)
 
     out: dict[str, Any] = {
-        "attribution": m.attribution(chunks, documents, index),
+        "attribution": m.attribution(chunks, documents, index.pointer if index else None),
         "boundary_violations": m.boundary_violations(
             chunks, documents, units(index), getattr(cfg, "max_tokens", None), count
         ),

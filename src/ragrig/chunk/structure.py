@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,10 +139,3 @@ def units(elements: Elements) -> list[Unit]:
             body_start, end = min(starts[i + 1 : last + 1]), max(ends[i + 1 : last + 1])
             out.append(Unit(doc_id, "numbered_section", body_start, end, texts[i].strip()))
     return out
-
-
-def group_units(units_: Iterable[Unit]) -> dict[str, list[Unit]]:
-    by_doc: dict[str, list[Unit]] = {}
-    for u in units_:
-        by_doc.setdefault(u.doc_id, []).append(u)
-    return by_doc

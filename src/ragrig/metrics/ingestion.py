@@ -18,12 +18,23 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from ragrig.chunk.structure import Elements, Unit, group_units
+
+class Unit(Protocol):
+    """A span no chunk may split (ragrig.chunk.structure.Unit)."""
+
+    doc_id: str
+    kind: str  # table | list | numbered_section
+    start: int
+    end: int
+
+
+# (doc_id, offset) -> (page, section) of the element holding the offset
+Pointer = Callable[[str, int], tuple[int, str]]
 
 
 def _share(num: int, den: int) -> float | None:
@@ -108,18 +119,18 @@ def text_fidelity(records: Iterable[Mapping[str, str]]) -> dict[str, Any]:
 
 # -- attribution ---------------------------------------------------------------------------------
 def attribution(
-    chunks: pd.DataFrame, documents: pd.DataFrame, elements: Elements | None = None
+    chunks: pd.DataFrame, documents: pd.DataFrame, pointer: Pointer | None = None
 ) -> dict[str, Any]:
     """Chunks whose pointer resolves to the same text / chunks.
 
     A pointer (doc_id, start, end, and with elements page and section) resolves when its
     doc_id is a documents row, 0 <= start <= end <= len(content), content[start:end] equals
-    the chunk's text, and (when the corpus has elements and the chunk carries page/section)
-    the element holding `start` has that page and section. Failures are counted by reason;
+    the chunk's text, and (with `pointer`, the corpus's elements, and when the chunk carries
+    page/section) the element holding `start` has that page and section. Failures are counted by reason;
     empty chunks (an empty document's) are counted apart (`empty_chunks`), not as failures.
     """
     contents = dict(zip(documents["doc_id"], documents["content"], strict=True))
-    check_struct = bool(elements) and {"page", "section"} <= set(chunks.columns)
+    check_struct = pointer is not None and {"page", "section"} <= set(chunks.columns)
     failures: Counter[str] = Counter()
     for row in chunks.itertuples(index=False):
         content = contents.get(row.doc_id)
@@ -131,7 +142,7 @@ def attribution(
         elif content[start:end] != row.text:
             failures["text_mismatch"] += 1
         elif check_struct:
-            page, section = elements.pointer(row.doc_id, start)
+            page, section = pointer(row.doc_id, start)
             if int(row.page) != page:
                 failures["page_mismatch"] += 1
             elif str(row.section) != section:
@@ -168,7 +179,9 @@ def boundary_violations(
     """
     contents = dict(zip(documents["doc_id"], documents["content"], strict=True))
     fits: dict[Unit, bool] = {}
-    per_doc = group_units(units)
+    per_doc: dict[str, list[Unit]] = {}
+    for u in units:
+        per_doc.setdefault(u.doc_id, []).append(u)
     kinds_total: Counter[str] = Counter(u.kind for us in per_doc.values() for u in us)
     by_kind: Counter[str] = Counter()
     violating = 0
