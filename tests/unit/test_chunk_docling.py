@@ -273,7 +273,7 @@ def test_chunk_stage_writes_pointers_and_ingestion_json(parsed, tmp_path):
     assert ing["attribution"]["value"] == 1.0 and ing["attribution"]["chunks"] == len(chunks)
     assert ing["boundary_violations"]["by_kind"]["list"] == 0
     coh = ing["coherence"]
-    assert coh["sample_documents"] == 1 and coh["within_pairs"] > 0 and coh["across_pairs"] > 0
+    assert coh["documents"] == 1 and coh["within_pairs"] > 0 and coh["across_pairs"] > 0
     assert coh["value"] == pytest.approx(coh["within"] - coh["across"])
     assert ing["near_duplicates"]["labelled"]["false_merges"] == 1
     assert ing["near_duplicates"]["documents"]["items"] == 1
@@ -308,6 +308,14 @@ def test_chunk_stage_without_elements_keeps_the_beir_table(tmp_path):
     }
     assert ing["boundary_violations"]["value"] == 0.0
     # one chunk per document: no boundary, so no across pair; coherence absent, not NaN
-    assert ing["coherence"]["value"] is None and ing["coherence"]["across_pairs"] == 0
+    assert ing["coherence"] == {
+        "value": None,
+        "within": None,
+        "within_pairs": 0,
+        "across": None,
+        "across_pairs": 0,
+        "documents": 2,
+        "skipped": "no sampled document has two chunks",
+    }
     nd = ing["near_duplicates"]["documents"]
     assert (nd["items"], nd["empty"], nd["groups"], nd["examples"]) == (2, 1, 1, [["a", "b"]])

@@ -14,7 +14,7 @@ PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 class ChunkBase(Section):
     # documents (a seeded sample, in doc_id order) whose chunks the coherence metric embeds
     # sentence by sentence (data/chunk/ingestion.json); 0 skips it
-    coherence_documents: int = Field(200, ge=0)
+    coherence_documents: int = Field(50, ge=0)
 
 
 class ChunkDocument(ChunkBase):

@@ -5,9 +5,10 @@ packaged MiniLM tokenizer (a local folder; docling's default tokenizer would com
 Each docling chunk becomes a character span of a documents row: the span of its doc_items'
 elements (elements.parquet, matched by self_ref), so a chunk's text is always
 `content[start:end]`. Where docling cut one paragraph into pieces, each piece is located inside
-that paragraph's span; where it cut a table or a list (a table or list longer than max_tokens,
-or list items packed apart), the pieces are joined again: a table or list is never split, and a
-chunk that then exceeds max_tokens is counted (`oversized`).
+that paragraph's span (its words in order, whatever whitespace lies between them); where it cut a table or a list (a table or list longer than max_tokens,
+or list items packed apart), or a paragraph piece cannot be located, the pieces are joined
+again: a table or list is never split, and a chunk whose own text (overlap aside) then exceeds
+max_tokens is counted (`oversized`).
 
 `overlap` > 0 starts each chunk after a document's first up to `overlap` tokens earlier,
 always after the previous chunk's own start and never inside a table or list.
@@ -26,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.chunk.structure import LIST_KINDS, TABLE_KINDS, list_runs
+from ragrig.chunk.structure import TABLE_KINDS, list_runs
 from ragrig.errors import RagrigError
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*\Z)", re.S)
@@ -130,28 +131,23 @@ class HybridDoclingChunker:
                 continue
             for doc_id in dict.fromkeys(e.doc_id for e in found):
                 pieces.append((doc_id, [e for e in found if e.doc_id == doc_id], chunk.text))
-        # 2. a paragraph docling cut into pieces: locate each piece inside it, or keep it whole
+        # 2. a paragraph docling cut into pieces: locate each piece (which may also hold whole
+        # elements around it) in order inside its elements' span, or keep the paragraph whole
         seen: Counter[int] = Counter(id(e) for _, els, _ in pieces for e in els)
-        located: dict[int, tuple[int, int]] = {}  # piece index -> span inside its element
+        located: dict[int, tuple[int, int]] = {}  # piece index -> its span
         whole: set[int] = set()  # id() of split elements kept whole
         cursor: dict[int, int] = {}
         for i, (doc_id, els, text) in enumerate(pieces):
             split = [e for e in els if seen[id(e)] > 1]
             if not split:
                 continue
-            e = split[0]
-            if len(els) != 1 or e.kind in TABLE_KINDS or e.kind in LIST_KINDS:
-                whole.update(id(x) for x in split)
+            at = cursor.get(id(els[0]), els[0].start)
+            found_at = locate(contents[doc_id], text, at, max(e.end for e in els))
+            if found_at is None:
+                whole.update(id(e) for e in split)
                 continue
-            content = contents[doc_id]
-            at = cursor.get(id(e), e.start)
-            seg = text.strip()
-            pos = content.find(seg, at, e.end) if seg else -1
-            if pos < 0:
-                whole.add(id(e))
-                continue
-            located[i] = (pos, pos + len(seg))
-            cursor[id(e)] = pos + len(seg)
+            located[i] = found_at
+            cursor.update({id(e): found_at[1] for e in split})
         # 3. join consecutive pieces sharing a table, a list or a paragraph kept whole
         groups: list[tuple[str, int, int, set[str]]] = []
         for i, (doc_id, els, _) in enumerate(pieces):
@@ -184,11 +180,21 @@ class HybridDoclingChunker:
                     offsets[doc_id], start, previous[doc_id], units.get(doc_id, []), self.overlap
                 )
             previous[doc_id] = own_start
-            n_tokens = len(self.fast.encode(content[start:end], add_special_tokens=False).ids)
+            n_tokens = len(self.fast.encode(content[own_start:end], add_special_tokens=False).ids)
             if n_tokens > self.max_tokens:
                 self.stats["oversized"] += 1
             spans.append((start, end))
         return out
+
+
+def locate(content: str, piece: str, at: int, end: int) -> tuple[int, int] | None:
+    """Span of `piece` in content[at:end], its words matched in order whatever whitespace lies
+    between them (docling's text splitter rejoins a paragraph's pieces with newlines)."""
+    words = piece.split()
+    if not words:
+        return None
+    found = re.compile(r"\s+".join(map(re.escape, words))).search(content, at, end)
+    return (found.start(), found.end()) if found else None
 
 
 def _overlap_start(

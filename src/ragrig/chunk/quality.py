@@ -84,7 +84,19 @@ def ingestion_metrics(
         ),
     }
     n = int(getattr(cfg, "coherence_documents", 0))
-    if n > 0 and len(chunks):
+    sample = coherence_sample(sorted(set(chunks["doc_id"])), n) if n > 0 else []
+    per_doc = chunks["doc_id"].value_counts()
+    absent = {"value": None, "within": None, "within_pairs": 0, "across": None}
+    if not sample:
+        out["coherence"] = {**absent, "across_pairs": 0, "documents": 0, "skipped": "no sample"}
+    elif int(per_doc.reindex(sample).max()) < 2:  # no boundary to compare with: not embedded
+        out["coherence"] = {
+            **absent,
+            "across_pairs": 0,
+            "documents": len(sample),
+            "skipped": "no sampled document has two chunks",
+        }
+    else:
         from ragrig.chunk.semantic import load_sentence_model, pysbd_segmenter
 
         if encode is None:
@@ -95,16 +107,16 @@ def ingestion_metrics(
                     texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
                 )
 
-        sample = coherence_sample(sorted(set(chunks["doc_id"])), n)
         vecs = sentence_vectors(chunks, sample, segment or pysbd_segmenter(), encode)
-        out["coherence"] = {**m.coherence(vecs), "sample_documents": len(sample)}
-    else:
-        out["coherence"] = {"value": None, "documents": 0, "skipped": "coherence_documents: 0"}
+        out["coherence"] = m.coherence(vecs)
+    cache: dict[str, Any] = {}  # a chunk that is a whole document is hashed once
     out["near_duplicates"] = {
         "documents": m.near_duplicates(
-            dict(zip(documents["doc_id"], documents["content"], strict=True))
+            dict(zip(documents["doc_id"], documents["content"], strict=True)), cache=cache
         ),
-        "chunks": m.near_duplicates(dict(zip(chunks["chunk_id"], chunks["text"], strict=True))),
+        "chunks": m.near_duplicates(
+            dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), cache=cache
+        ),
         "labelled": m.merge_errors(labelled_pairs()),
         "shingle_chars": m.SHINGLE_CHARS,
         "num_perm": m.NUM_PERM,

@@ -258,9 +258,13 @@ def shingles(text: str, k: int = SHINGLE_CHARS) -> set[str]:
 
 
 def minhash(text: str, k: int = SHINGLE_CHARS, num_perm: int = NUM_PERM) -> Any:
+    """datasketch MinHash of the text's shingles, each hashed by CRC-32 of its UTF-8 bytes
+    (deterministic, about twice as fast as datasketch's default SHA-1)."""
+    import zlib
+
     from datasketch import MinHash
 
-    m = MinHash(num_perm=num_perm, seed=MINHASH_SEED)
+    m = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=zlib.crc32)
     m.update_batch([s.encode("utf-8") for s in sorted(shingles(text, k))])
     return m
 
@@ -270,17 +274,22 @@ def lsh_index(
     k: int = SHINGLE_CHARS,
     num_perm: int = NUM_PERM,
     threshold: float = THRESHOLD,
+    cache: dict[str, Any] | None = None,
 ) -> tuple[Any, dict[str, Any], list[str]]:
-    """(MinHashLSH over the non-empty texts, their MinHashes, the ids of empty texts)."""
+    """(MinHashLSH over the non-empty texts, their MinHashes, the ids of empty texts).
+    `cache` (text -> MinHash, same k and num_perm) saves hashing a text twice."""
     from datasketch import MinHashLSH
 
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    cache = {} if cache is None else cache
     hashes, empty = {}, []
     for key, text in texts.items():
-        if not shingles(text, k):
+        if not text.strip():
             empty.append(key)
             continue
-        hashes[key] = minhash(text, k, num_perm)
+        if text not in cache:
+            cache[text] = minhash(text, k, num_perm)
+        hashes[key] = cache[text]
         lsh.insert(key, hashes[key])
     return lsh, hashes, empty
 
