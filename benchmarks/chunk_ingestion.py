@@ -84,13 +84,16 @@ def run(parse_dir: Path) -> list[dict]:
             docs, chunker, False, elements=elements, docling_dir=parse_dir / "docling"
         )
         seconds = time.perf_counter() - started
+        metrics_started = time.perf_counter()
         ing = ingestion_metrics(chunks, docs, elements, cfg)
+        metrics_seconds = time.perf_counter() - metrics_started
         b, c = ing["boundary_violations"], ing["coherence"]
         rows.append(
             {
                 "config": " ".join(f"{k}={v}" for k, v in raw.items()),
                 "chunks": len(chunks),
                 "seconds": round(seconds, 2),
+                "metrics_seconds": round(metrics_seconds, 2),
                 "attribution": ing["attribution"]["value"],
                 "boundary_violations": b["value"],
                 "violating_chunks": b["violating_chunks"],
@@ -102,6 +105,7 @@ def run(parse_dir: Path) -> list[dict]:
                 "chunker_stats": dict(getattr(chunker, "stats", {})),
             }
         )
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
@@ -137,7 +141,9 @@ def main() -> int:
     parse_dir = args.parse_dir
     if parse_dir is None:
         parse_dir = Path(tempfile.mkdtemp(prefix="ragrig-chunk-ingestion-"))
+        started = time.perf_counter()
         build_parse_dir(args.root, parse_dir)
+        print(f"converted in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     rows = run(parse_dir)
     print(table(rows))
     if args.json:

@@ -48,6 +48,7 @@ def test_normalise_markdown_strips_syntax_the_same_way_for_both_sides():
         "Moons of Mars Phobos link Deimos Moon km Phobos 22 code snake_case em"
     )
     assert m.normalise_markdown("ﬁne\u00a0 text") == "fine text"  # NFKC
+    assert m.normalise_markdown("ON &lt;table name&gt; &amp; <b>x</b>") == "ON <table name> & x"
     # escapes keep their literal character; a table rule with one dash per cell is a rule
     assert m.normalise_markdown("RRID:AB\\_262044 \\*x\\* a\\\\b\n| - | :-: |") == (
         "RRID:AB_262044 *x* a\\b"

@@ -14,6 +14,7 @@ Each metric reports its value with its own denominator and counts. An empty deno
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections import Counter
@@ -66,15 +67,15 @@ def normalise_markdown(text: str) -> str:
     comments and HTML tags dropped; images and links replaced by their text; code fences,
     table rules and horizontal rules dropped; heading, quote and list markers (at line start),
     table pipes, emphasis, inline-code and strike-through marks removed; Markdown escapes
-    (`\\_`, `\\*`) kept as their literal character; every run of whitespace one space; ends
-    stripped. Case and punctuation are kept.
+    (`\\_`, `\\*`) kept as their literal character; HTML entities (`&lt;`) unescaped last;
+    every run of whitespace one space; ends stripped. Case and punctuation are kept.
     """
     text = unicodedata.normalize("NFKC", text)
     text = _ESCAPE.sub(lambda m: chr(_HIDE + ord(m.group(1))), text)
     for pattern, repl in _MD_RULES:
         text = pattern.sub(repl, text)
     text = re.sub("[\U000f0000-\U000f00ff]", lambda m: chr(ord(m.group(0)) - _HIDE), text)
-    return " ".join(text.split())
+    return " ".join(html.unescape(text).split())
 
 
 def cer_wer(references: Sequence[str], hypotheses: Sequence[str]) -> dict[str, Any]:
