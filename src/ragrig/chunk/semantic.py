@@ -14,6 +14,7 @@ A single sentence longer than `max_tokens` is a chunk of its own (counted as `ov
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -48,11 +49,20 @@ def sentence_spans(content: str, segment: Callable[[str], list[str]]) -> list[tu
     return spans
 
 
+_BLOCK = re.compile(r"\n[ \t]*\n")
+
+
 def pysbd_segmenter(language: str = "en") -> Callable[[str], list[str]]:
+    """pysbd's sentences, one paragraph (block between blank lines) at a time: no sentence
+    spans a blank line, and pysbd, whose time grows faster than the text, sees short texts."""
     import pysbd
 
     seg = pysbd.Segmenter(language=language, clean=False)
-    return seg.segment
+
+    def segment(text: str) -> list[str]:
+        return [s for block in _BLOCK.split(text) if block.strip() for s in seg.segment(block)]
+
+    return segment
 
 
 def cut_points(sims: np.ndarray, threshold: float | None, percentile: float) -> np.ndarray:
