@@ -13,6 +13,7 @@ def main() -> None:
     p = stage.parser(__doc__)
     p.add_argument("--metrics", type=Path, required=True)
     p.add_argument("--html", type=Path, default=None, help="the run's HTML scorecard")
+    p.add_argument("--ingestion", type=Path, default=None, help="the chunk stage's ingestion.json")
     args = p.parse_args()
     seed = stage.read_runtime(args.params, "seed")  # every bootstrap: intervals, deltas, the page
     import numpy as np
@@ -66,6 +67,8 @@ def main() -> None:
     # the reranker's paired deltas on identical candidate sets (bootstrap seeded by runtime.seed)
     deltas = rerank_comparison(inputs, report, seed)
     report.metrics["deltas"] = {"rerank_vs_retrieve": deltas.metrics()}
+    if args.ingestion is not None:  # attribution, boundaries, coherence, near-duplicates
+        report.metrics["ingestion"] = read_json(args.ingestion)
     params = load_params(args.params)
     summary = format_summary(report.metrics, params)
     with atomic_dir(args.out) as out:

@@ -1,4 +1,5 @@
-"""Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage."""
+"""Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
+ingest-fidelity."""
 
 from __future__ import annotations
 
@@ -30,6 +31,24 @@ def _doc(module: str) -> str:
 def add_parsers(sub: Any) -> None:
     add_compare(sub)
     add_tune_first_stage(sub)
+    add_ingest_fidelity(sub)
+
+
+def add_ingest_fidelity(sub: Any) -> None:
+    p = sub.add_parser(
+        "ingest-fidelity",
+        help="CER/WER per document type of docling's conversions against reference Markdown",
+        description=_doc("ragrig.metrics.fidelity"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "root",
+        nargs="?",
+        default="../shared/datasets/docling_test_docs",
+        help="folder of <type>/<file> sources and groundtruth/<file>.md references",
+    )
+    p.add_argument("--out", default=None, help="write the result as JSON")
+    p.set_defaults(func=_lazy("ragrig.metrics.fidelity", "cmd_ingest_fidelity"))
 
 
 def add_compare(sub: Any) -> None:

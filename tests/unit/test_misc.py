@@ -60,6 +60,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragrig"
 # A stage package may look down to these packages; every other cross-package import is sideways.
 LOOKS_DOWN_TO = {
     "parse": {"data"},
+    "chunk": {"metrics"},  # the chunk stage's ingestion metrics (ragrig.chunk.quality)
     "retrieve": {"index"},
     "report": {"metrics"},
     "calibrate": {"judge", "metrics"},  # runs the judges against human labels

@@ -63,7 +63,11 @@ def test_unknown_key_fails_before_any_point_naming_the_nearest_keys(tmp_path):
 
 
 PRESETS = {
-    "chunk_sweep": {"chunk.max_tokens": [128, 256, 512]},
+    "chunk_sweep": {
+        "chunk": ["recursive", "hybrid"],
+        "chunk.max_tokens": [128, 256, 512, 1024],
+        "chunk.overlap": [0, 32],
+    },
     "hnsw_sweep": {
         "index.dense.m": [16, 32],
         "index.dense.ef_construction": [100, 200],
@@ -82,7 +86,11 @@ def test_each_preset_composes_and_expands_to_its_documented_grid(name):
         dict(zip(expected, values, strict=True)) for values in itertools.product(*expected.values())
     ]
     if name == "chunk_sweep":
-        assert {p.cfg["chunk"]["method"] for p in points} == {"recursive"}
+        assert [p.cfg["chunk"]["method"] for p in points[:8]] == ["recursive"] * 8
+        assert {p.cfg["chunk"]["method"] for p in points[8:]} == {"hybrid"}
+        assert {(p.cfg["chunk"]["max_tokens"], p.cfg["chunk"]["overlap"]) for p in points[8:]} == {
+            (t, o) for t in (128, 256, 512, 1024) for o in (0, 32)
+        }
     # a command-line value of a preset key wins; other overrides are added to every point
     narrowed = grid(
         [

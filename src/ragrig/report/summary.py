@@ -51,6 +51,36 @@ def composite_line(j: dict[str, Any]) -> str:
     )
 
 
+def _share(entry: dict[str, Any], num: str, den: str) -> str:
+    v = entry.get("value")
+    return f"{_fmt(v) if v is not None else 'n/a'} ({entry.get(num, 0)}/{entry.get(den, 0)})"
+
+
+def ingestion_lines(ing: dict[str, Any] | None) -> list[str]:
+    """The chunk stage's ingestion metrics (data/chunk/ingestion.json) in three lines."""
+    if not ing:
+        return []
+    a, b, c = ing["attribution"], ing["boundary_violations"], ing["coherence"]
+    nd = ing["near_duplicates"]
+    kinds = ", ".join(f"{k} {n}" for k, n in b["by_kind"].items())
+    coh = c.get("value")
+    lab = nd["labelled"]
+    return [
+        f"ingestion: attribution {_share(a, 'verified', 'chunks')}; boundary violations "
+        f"{_share(b, 'violating_chunks', 'chunks')} ({kinds}); coherence "
+        + (
+            f"{coh:+.4f} (within {c['within']:.4f} over {c['within_pairs']} pairs, across "
+            f"{c['across']:.4f} over {c['across_pairs']})"
+            if coh is not None
+            else f"n/a ({c.get('within_pairs', 0)} within, {c.get('across_pairs', 0)} across pairs)"
+        ),
+        f"near-duplicates: documents {_share(nd['documents'], 'items_in_groups', 'items')}, "
+        f"chunks {_share(nd['chunks'], 'items_in_groups', 'items')}; labelled sample: "
+        f"{lab['false_merges']}/{lab['distinct']} false merges, "
+        f"{lab['missed_merges']}/{lab['duplicates']} missed merges",
+    ]
+
+
 def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None) -> str:
     lines = []
     if params:
@@ -106,6 +136,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
                 else ""
             )
         )
+    lines += ingestion_lines(metrics.get("ingestion"))
     lines.append("")
     j, g = metrics["judge"], metrics["counts"]
     faith = j.get("faithfulness")
