@@ -41,6 +41,7 @@ BENCHMARKS = [
     "llm_judge",
     "index_scale",
     "parse",
+    "chunk",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -56,6 +57,7 @@ QUICK_ARGS = {
     "llm_judge": ["--n", "10"],
     "index_scale": ["--n", "200000", "--queries", "300"],
     "parse": ["--copies", "30"],
+    "chunk": [],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -67,6 +69,7 @@ OWN_SMOKE_DATASET = {
     "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
     # documents of every format, not a BEIR folder (default: ../shared/datasets/docling_test_docs)
     "parse": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
+    "chunk": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
 }
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
@@ -145,6 +148,8 @@ SMOKE_ARGS = {
     ],  # fmt: skip
     # the six fixture documents, then a folder of 8 distinct copies of them
     "parse": ["--copies", "8", "--timeout-s", "60"],
+    # the fixture documents through parse=docling, then three chunkers and their metrics
+    "chunk": ["--methods", "document", "recursive", "hybrid"],
 }
 
 

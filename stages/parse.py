@@ -8,9 +8,12 @@ from ragrig import stage
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
+    import pandas as pd
+
     from ragrig.config import load_section
     from ragrig.io import atomic_dir, atomic_write_text, write_json, write_table
     from ragrig.parse import console_lines, make_parser
+    from ragrig.schemas import SCHEMAS
 
     ds = load_section("dataset", args.params)
     parsed = make_parser(load_section("parse", args.params)).parse(ds)
@@ -19,10 +22,16 @@ def main() -> None:
         write_table(docs, out / "documents.parquet", "documents")
         write_table(queries, out / "queries.parquet", "queries")
         write_table(qrels, out / "qrels.parquet", "qrels")
-        if parsed.elements is not None:  # a document-converting parser (parse=docling)
-            write_table(parsed.elements, out / "elements.parquet", "elements")
-            for file_id, text in sorted(parsed.docling.items()):
-                atomic_write_text(out / "docling" / f"{file_id}.json", text)
+        # the document structure (parse=docling); written empty for a BEIR corpus, because the
+        # chunk stage depends on both paths whatever the parser
+        elements = parsed.elements
+        if elements is None:
+            elements = pd.DataFrame({c: [] for c in SCHEMAS["elements"].columns})
+        write_table(elements, out / "elements.parquet", "elements")
+        docling = dict(sorted((parsed.docling or {}).items()))
+        for file_id, text in docling.items():
+            atomic_write_text(out / "docling" / f"{file_id}.json", text)
+        write_json(out / "docling" / "index.json", {"files": list(docling)})
         if parsed.report is not None:
             write_json(out / "parse_report.json", parsed.report)
         write_json(

@@ -318,3 +318,15 @@ def test_index_scale_benchmark_measures_each_compressed_index_against_exact(smok
     assert ivf["search"][1]["recall@10"] >= ivf["search"][0]["recall@10"]
     # 8 PQ bytes of 6 bits + 32 sq8 bytes + an id per vector: below float32's 128 bytes
     assert ivf["bytes_per_vector"] < ivf["float32_bytes_per_vector"] == 128
+
+
+def test_chunk_benchmark_runs_the_chunkers_on_documents_parse_docling_converted(smoke):
+    r = _ok(smoke, "chunk")
+    methods = [row["config"].split()[0] for row in r["rows"]]
+    assert methods == ["method=document"] + ["method=recursive"] * 2 + ["method=hybrid"] * 2
+    assert r["convert_s"] > 0  # the fixture documents went through parse=docling
+    docs = r["rows"][0]["chunks"]  # one chunk per document
+    assert docs >= 4
+    for row in r["rows"]:
+        assert row["attribution"] == 1.0  # every pointer resolves to its text
+        assert row["chunks"] >= docs

@@ -1,15 +1,14 @@
 """The four chunkers on converted documents: chunks, seconds and the ingestion metrics.
 
 Reads a parse folder with elements (documents.parquet, elements.parquet, docling/<file_id>.json:
-the output of parse=docling), or, without --parse-dir, builds one from a reference folder laid
-out like ../shared/datasets/docling_test_docs with tests/docling_corpus.py (the tests' stand-in
-for parse=docling: docling offline, PDFs through the native pipeline, one documents row per
-file). Then runs each chunker configuration through ragrig.chunk and ragrig.chunk.quality, as
+the output of parse=docling), or, without --parse-dir, builds one with parse=docling (one
+documents row per file) from a folder of documents (default ../shared/datasets/docling_test_docs,
+its groundtruth/ Markdown excluded). Then runs each chunker configuration through ragrig.chunk and ragrig.chunk.quality, as
 the chunk stage does, and prints one row per configuration: chunks, seconds, attribution
 fidelity, boundary violations (by kind), coherence (within − across), near-duplicate chunks.
 
-    python benchmarks/chunk_ingestion.py [--root ../shared/datasets/docling_test_docs]
-                                         [--parse-dir data/parse] [--json out.json]
+    python benchmarks/bench_chunk.py [--root ../shared/datasets/docling_test_docs]
+                                     [--parse-dir data/parse] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,38 +32,36 @@ CONFIGS = [
 ]
 
 
-def build_parse_dir(root: Path, out: Path) -> None:
-    """documents/elements/docling JSON of every source under root/<type>/ (not groundtruth/)."""
+def build_parse_dir(root: Path, out: Path, workers: int = 2) -> None:
+    """documents/elements/docling JSON of every source under `root` (groundtruth/ and
+    PROVENANCE.md excluded), one documents row per file, by parse=docling itself."""
     import pandas as pd
 
-    sys.path.insert(0, str(C.PROJECT_ROOT))
-    from docling.datamodel.base_models import InputFormat
-    from docling.datamodel.pipeline_options import NativePdfPipelineOptions
-    from docling.document_converter import DocumentConverter, NativePdfFormatOption
-    from tests.docling_corpus import tables_from
+    from ragrig.parse.docling import DoclingParser
+    from ragrig.schemas import SCHEMAS
 
-    from ragrig.metrics.fidelity import reference_documents
+    parser = DoclingParser(unit="file", workers=workers, exclude=("groundtruth/*", "*.md"))
+    entries = parser.convert([root])
 
-    conv = DocumentConverter(
-        format_options={
-            InputFormat.PDF: NativePdfFormatOption(pipeline_options=NativePdfPipelineOptions())
-        }
-    )
-    docs, els = [], []
+    class _NoGolden:  # the chunkers need documents and structure, not queries
+        documents = [str(root)]
+        golden = None
+        name = "bench"
+        split = "test"
+
+    parsed = parser.assemble(entries, _NoGolden, [root])
     (out / "docling").mkdir(parents=True, exist_ok=True)
-    for kind, src, _ in reference_documents(root):
-        doc = conv.convert(str(src)).document
-        file_id = f"{kind}-{src.stem}".replace(".", "-")
-        d, e = tables_from(doc, file_id, "file")
-        d["format"] = kind
-        docs.append(d)
-        els.append(e)
-        (out / "docling" / f"{file_id}.json").write_text(json.dumps(doc.export_to_dict()))
-    pd.concat(docs, ignore_index=True).to_parquet(out / "documents.parquet", index=False)
-    pd.concat(els, ignore_index=True).to_parquet(out / "elements.parquet", index=False)
+    docs = parsed.documents.copy()
+    docs.to_parquet(out / "documents.parquet", index=False)
+    elements = parsed.elements
+    if elements is None:
+        elements = pd.DataFrame({c: [] for c in SCHEMAS["elements"].columns})
+    elements.to_parquet(out / "elements.parquet", index=False)
+    for file_id, text in (parsed.docling or {}).items():
+        (out / "docling" / f"{file_id}.json").write_text(text, encoding="utf-8")
 
 
-def run(parse_dir: Path) -> list[dict]:
+def run(parse_dir: Path, methods: list[str] | None = None) -> list[dict]:
     import pandas as pd
     from pydantic import TypeAdapter
 
@@ -76,7 +73,7 @@ def run(parse_dir: Path) -> list[dict]:
     docs = pd.read_parquet(parse_dir / "documents.parquet")
     elements = read_elements(parse_dir / "elements.parquet")
     rows = []
-    for raw in CONFIGS:
+    for raw in [c for c in CONFIGS if methods is None or c["method"] in methods]:
         cfg = TypeAdapter(ChunkConfig).validate_python({**raw, "coherence_documents": 50})
         started = time.perf_counter()
         chunker = make_chunker(cfg)
@@ -129,27 +126,44 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--root", type=Path, default=C.PROJECT_ROOT.parent / "shared/datasets/docling_test_docs"
+        "--dataset-root",
+        "--root",
+        dest="root",
+        type=Path,
+        default=C.PROJECT_ROOT.parent / "shared/datasets/docling_test_docs",
+        help="folder of documents (default ../shared/datasets/docling_test_docs)",
     )
     p.add_argument("--parse-dir", type=Path, default=None)
+    p.add_argument(
+        "--methods", nargs="+", default=None, help="only these chunker methods (default: all)"
+    )
+    p.add_argument("--params", type=Path, default=None, help="unused (chunker settings above)")
     p.add_argument("--json", type=Path, default=None)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     C.setup_env()
     parse_dir = args.parse_dir
-    if parse_dir is None:
-        parse_dir = Path(tempfile.mkdtemp(prefix="ragrig-chunk-ingestion-"))
-        started = time.perf_counter()
-        build_parse_dir(args.root, parse_dir)
-        print(f"converted in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
-    rows = run(parse_dir)
+    convert_s = None
+    with tempfile.TemporaryDirectory(prefix="ragrig-bench-chunk-") as tmp:
+        if parse_dir is None:
+            parse_dir = Path(tmp)
+            started = time.perf_counter()
+            build_parse_dir(args.root, parse_dir)
+            convert_s = round(time.perf_counter() - started, 2)
+            print(f"converted in {convert_s} s", file=sys.stderr, flush=True)
+        rows = run(parse_dir, args.methods)
     print(table(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    return 0
+    result = {
+        **C.header("chunk", ["docling-core", "jiwer", "datasketch"]),
+        "root": str(args.root),
+        "convert_s": convert_s,
+        "rows": rows,
+    }
+    C.write_json(args.json, result)
+    return result
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()
