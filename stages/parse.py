@@ -9,8 +9,8 @@ from ragrig import stage
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
-    from ragrig.io import atomic_dir, write_json, write_table
-    from ragrig.parse import make_parser, stats_lines
+    from ragrig.io import atomic_dir, atomic_write_text, write_json, write_table
+    from ragrig.parse import console_lines, make_parser
 
     ds = load_section("dataset", args.params)
     parsed = make_parser(load_section("parse", args.params)).parse(ds)
@@ -19,6 +19,12 @@ def main() -> None:
         write_table(docs, out / "documents.parquet", "documents")
         write_table(queries, out / "queries.parquet", "queries")
         write_table(qrels, out / "qrels.parquet", "qrels")
+        if parsed.elements is not None:  # a document-converting parser (parse=docling)
+            write_table(parsed.elements, out / "elements.parquet", "elements")
+            for file_id, text in sorted(parsed.docling.items()):
+                atomic_write_text(out / "docling" / f"{file_id}.json", text)
+        if parsed.report is not None:
+            write_json(out / "parse_report.json", parsed.report)
         write_json(
             out / "manifest.json",
             {
@@ -32,7 +38,7 @@ def main() -> None:
             },
         )
     print(f"parse: {len(docs)} documents, {len(queries)} queries, {len(qrels)} judgments")
-    for line in stats_lines(parsed.stats):
+    for line in console_lines(parsed):
         print(line)
 
 

@@ -36,6 +36,24 @@ SCHEMAS: dict[str, Schema] = {
         {"chunk_id": "str", "doc_id": "str", "text": "str", "start": "int", "end": "int"},
         ("chunk_id",),
     ),
+    # parse=docling: one row per element of a documents row; content[start:end] == text, page
+    # 1-based (0: no pages), level the item's depth in docling's document tree, self_ref
+    # docling's `#/texts/12`-style reference
+    "elements": Schema(
+        {
+            "doc_id": "str",
+            "n": "int",
+            "kind": "str",
+            "text": "str",
+            "page": "int",
+            "section": "str",
+            "start": "int",
+            "end": "int",
+            "level": "int",
+            "self_ref": "str",
+        },
+        ("doc_id", "n"),
+    ),
     "ids": Schema({"id": "str"}, ("id",)),
     "run": Schema(
         {"qid": "str", "doc_id": "str", "chunk_id": "str", "score": "float", "rank": "int"},

@@ -50,3 +50,13 @@ class DatasetConfig(Section):
     split: str = "test"
     download: Download | None = None
     claims: ClaimsFiles | None = None
+    # a document dataset (parse=docling): the folders of documents (relative paths resolve
+    # against the project, like root) and the folder of its golden queries.jsonl and qrels.tsv
+    documents: list[str] = Field(
+        default_factory=list, description="folders of documents; empty: root is the one folder"
+    )
+    golden: str | None = Field(
+        None,
+        description="folder with queries.jsonl and qrels.tsv (query-id, path, section, "
+        "relevance) judging the documents' files and sections",
+    )

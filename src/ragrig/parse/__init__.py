@@ -24,6 +24,11 @@ class Parsed:
     queries: pd.DataFrame  # schema "queries"
     qrels: pd.DataFrame  # schema "qrels"
     stats: dict[str, Any] = field(default_factory=dict)  # counts for the manifest (parse_stats)
+    # a document-converting parser's extras: one row per element (schema "elements"), the
+    # DoclingDocument JSON text per file_id, and the per-file parse report
+    elements: pd.DataFrame | None = None
+    docling: dict[str, str] = field(default_factory=dict)
+    report: dict[str, Any] | None = None
 
 
 class Parser(Protocol):
@@ -32,7 +37,7 @@ class Parser(Protocol):
         ...
 
 
-PARSERS = {"beir": "ragrig.parse:BeirParser"}
+PARSERS = {"beir": "ragrig.parse:BeirParser", "docling": "ragrig.parse.docling:DoclingParser"}
 
 
 def make_parser(cfg: Any) -> Parser:
@@ -215,6 +220,15 @@ def parse_stats(
     if claims is not None:
         stats["claims_unknown"] = sum(1 for q in dataset.queries if q not in claims)
     return stats
+
+
+def console_lines(parsed: Parsed) -> list[str]:
+    """What the parse stage prints after its counts: the parser's own lines."""
+    if parsed.report is not None:
+        from ragrig.parse.docling import stats_lines as docling_lines
+
+        return docling_lines(parsed.stats, parsed.report)
+    return stats_lines(parsed.stats)
 
 
 def stats_lines(stats: dict[str, Any]) -> list[str]:

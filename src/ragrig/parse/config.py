@@ -19,4 +19,27 @@ class ParseBeir(Section):
     )
 
 
-ParseConfig = Annotated[ParseBeir, Field(discriminator="method")]
+class ParseDocling(Section):
+    """A folder of documents converted by docling with no model (see conf/parse/docling.yaml)."""
+
+    method: Literal["docling"] = "docling"
+    unit: Literal["section", "file"] = Field(
+        "section", description="one documents row per section of a file, or per file"
+    )
+    workers: int = Field(2, gt=0, description="conversion processes, one file at a time each")
+    timeout_s: float = Field(
+        120.0, gt=0, description="a file's conversion is killed (timed_out) after this long"
+    )
+    max_bytes: int = Field(
+        100_000_000, gt=0, description="larger files are skipped (status skipped, oversized)"
+    )
+    max_failure_share: float = Field(
+        0.1, ge=0, le=1, description="the stage fails when (failed + timed_out) / files exceeds it"
+    )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="glob patterns on the path relative to its folder: skipped (excluded)",
+    )
+
+
+ParseConfig = Annotated[ParseBeir | ParseDocling, Field(discriminator="method")]

@@ -1,0 +1,591 @@
+"""parse=docling: a folder of documents (PDF, HTML, Markdown, DOCX, PPTX, XLSX, JATS, ...) into
+the standard documents table, one row per section (or per file), plus one row per element.
+
+Conversion runs in worker processes (`parse.workers`), one file at a time each, and a file
+whose conversion outlives `parse.timeout_s` has its worker killed (status timed_out) and a
+fresh worker takes the next file. Every file gets a status in the parse report: parsed, failed
+(with its reason), skipped (unsupported extension, excluded, oversized, a PDF without a text
+layer that would need OCR) or timed_out. The stage fails only when failed + timed_out exceed
+`parse.max_failure_share` of the files, naming them.
+
+Ids are stable: file_id = `<slug(path)>-<sha256(path NUL text)[:10]>`, with path relative to
+its documents folder; a section's doc_id is `<file_id>/s<n:03d>` (n-th section of the file).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragrig.errors import DataValidationError, RagrigError
+from ragrig.parse import Parsed, content_hash
+
+# file extension -> format name (the worker's INPUT_FORMATS keys)
+EXTENSIONS: dict[str, str] = {
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "md",
+    ".markdown": "md",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".csv": "csv",
+    ".adoc": "asciidoc",
+    ".asciidoc": "asciidoc",
+    ".nxml": "jats",
+    ".xml": "jats",
+}
+STATUSES = ("parsed", "failed", "skipped", "timed_out")
+JOIN = "\n\n"  # between elements in a documents row's content
+SECTION_SEP = " > "
+ELEMENT_COLUMNS = [
+    "doc_id",
+    "n",
+    "kind",
+    "text",
+    "page",
+    "section",
+    "start",
+    "end",
+    "level",
+    "self_ref",
+]
+DOC_COLUMNS = [
+    "doc_id",
+    "title",
+    "text",
+    "content",
+    "source",
+    "content_hash",
+    "file_id",
+    "path",
+    "format",
+    "section",
+    "page_start",
+]
+WORKER_START_S = 600.0  # a worker must have built its converter within this time
+
+
+def slug(path: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "file"
+
+
+def file_id_of(path: str, text: str) -> str:
+    digest = hashlib.sha256(f"{path}\0{text}".encode()).hexdigest()[:10]
+    return f"{slug(path)}-{digest}"
+
+
+# --- which files --------------------------------------------------------------------------------
+
+
+@dataclass
+class FileEntry:
+    path: str  # relative to its folder, POSIX
+    abspath: Path
+    format: str  # "" when the extension is not supported
+    status: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+    pages: int = 0
+    chars: int = 0
+    file_id: str = ""
+    result: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format or Path(self.path).suffix.lower().lstrip(".") or "none",
+            "status": self.status,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 3),
+            "pages": self.pages,
+            "chars": self.chars,
+            "file_id": self.file_id,
+        }
+
+
+def list_files(folders: list[Path], exclude: list[str], max_bytes: int) -> list[FileEntry]:
+    """Every regular file below the folders (sorted by relative path), each with its format and,
+    when it will not be converted, its status: skipped (excluded, unsupported, oversized) or
+    failed (empty). A path found in two folders is an error (ids would collide)."""
+    entries: dict[str, FileEntry] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            raise DataValidationError(f"documents folder not found: {folder}")
+        for f in sorted(folder.rglob("*")):
+            if not f.is_file():
+                continue
+            rel = f.relative_to(folder).as_posix()
+            if rel in entries:
+                raise DataValidationError(
+                    f"{rel} is in two documents folders ({entries[rel].abspath} and {f}): "
+                    "paths relative to their folder must be unique"
+                )
+            e = FileEntry(rel, f, EXTENSIONS.get(f.suffix.lower(), ""))
+            nbytes = f.stat().st_size
+            if any(fnmatch.fnmatch(rel, pat) for pat in exclude):
+                e.status, e.reason = "skipped", "excluded by parse.exclude"
+            elif not e.format:
+                e.status, e.reason = "skipped", f"unsupported extension {f.suffix or '(none)'!r}"
+            elif nbytes > max_bytes:
+                e.status, e.reason = "skipped", f"oversized: {nbytes} bytes > parse.max_bytes"
+            elif nbytes == 0:
+                e.status, e.reason = "failed", "empty file (0 bytes)"
+            entries[rel] = e
+    return [entries[k] for k in sorted(entries)]
+
+
+# --- conversion in worker processes ---------------------------------------------------------------
+
+
+class _Worker:
+    def __init__(self, ctx: Any):
+        from ragrig.parse import docling_worker
+
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=docling_worker.serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.started = time.monotonic()
+        self.ready = False
+        self.task: int | None = None
+        self.deadline = 0.0
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(10)
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            if self.proc.is_alive() and self.ready:
+                self.conn.send(None)
+                self.proc.join(5)
+        except (OSError, EOFError):
+            pass
+        self.kill()
+
+
+def _context() -> Any:
+    """A forkserver that has imported docling once: a new worker (also one replacing a killed
+    one) starts in well under a second instead of re-importing docling and torch."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["ragrig.parse.docling_worker"])
+    return ctx
+
+
+def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: Any = None) -> None:
+    """Convert the entries without a status, `workers` at a time; fill status/reason/seconds and
+    the worker's result in place. `done()` is called once per file finished."""
+    from multiprocessing.connection import wait
+
+    todo = deque(i for i, e in enumerate(entries) if not e.status)
+    if not todo:
+        return
+    ctx = _context()
+    pool = [_Worker(ctx) for _ in range(min(workers, len(todo)))]
+    try:
+        while todo or any(w.task is not None for w in pool):
+            now = time.monotonic()
+            for w in pool:
+                if w.ready and w.task is None and todo:
+                    w.task = todo.popleft()
+                    e = entries[w.task]
+                    w.conn.send((w.task, str(e.abspath), e.format))
+                    w.deadline = time.monotonic() + timeout_s
+            deadlines = [w.deadline for w in pool if w.task is not None]
+            deadlines += [w.started + WORKER_START_S for w in pool if not w.ready]
+            wait_s = max(0.0, min(deadlines) - now) if deadlines else None
+            for conn in wait([w.conn for w in pool], timeout=wait_s):
+                w = next(w for w in pool if w.conn is conn)
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    code = w.proc.exitcode if not w.proc.is_alive() else None
+                    if not w.ready:
+                        w.proc.join(5)
+                        raise RagrigError(
+                            "parse: a docling worker exited while starting "
+                            f"(exit code {w.proc.exitcode}; its error is printed above)"
+                        ) from None
+                    if w.task is not None:
+                        e = entries[w.task]
+                        e.status, e.reason = "failed", f"converter process died (exit code {code})"
+                        e.seconds = timeout_s - max(0.0, w.deadline - time.monotonic())
+                        if done:
+                            done()
+                    w.kill()
+                    pool[pool.index(w)] = _Worker(ctx)
+                    continue
+                if msg[0] == "ready":
+                    w.ready = True
+                else:
+                    _, index, result = msg
+                    e = entries[index]
+                    e.seconds = timeout_s - max(0.0, w.deadline - time.monotonic())
+                    e.status, e.reason, e.result = result["status"], result["reason"], result
+                    w.task = None
+                    if done:
+                        done()
+            now = time.monotonic()
+            for i, w in enumerate(pool):
+                if w.task is not None and now >= w.deadline:
+                    e = entries[w.task]
+                    e.status = "timed_out"
+                    e.reason = f"conversion exceeded parse.timeout_s={timeout_s:g}s"
+                    e.seconds = timeout_s
+                    w.kill()  # the conversion stops with its process
+                    pool[i] = _Worker(ctx)
+                    if done:
+                        done()
+                elif not w.ready and now >= w.started + WORKER_START_S:
+                    raise RagrigError(
+                        f"parse: a docling worker did not start within {WORKER_START_S:g}s"
+                    )
+    finally:
+        for w in pool:
+            w.stop()
+
+
+# --- rows ---------------------------------------------------------------------------------------
+
+
+def build_rows(
+    e: FileEntry, source: str, unit: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The documents rows and element rows of one converted file; sets e.file_id and e.chars.
+
+    A row's content is its elements' texts joined by a blank line; each element's [start, end)
+    is its span in that content. With unit=section a row is a run of elements under the same
+    section path (a new heading starts a new row)."""
+    elements = e.result["elements"]
+    text = JOIN.join(el["text"] for el in elements)
+    e.file_id = file_id_of(e.path, text)
+    e.chars = len(text)
+    title = e.result.get("title") or Path(e.path).stem
+    groups: list[list[dict[str, Any]]] = []
+    for el in elements:
+        if not groups or (
+            unit == "section" and (el["heading"] or el["section"] != groups[-1][-1]["section"])
+        ):
+            groups.append([])
+        groups[-1].append(el)
+    docs, elems = [], []
+    for n, group in enumerate(groups):
+        doc_id = e.file_id if unit == "file" else f"{e.file_id}/s{n:03d}"
+        section = "" if unit == "file" else group[0]["section"]
+        pos, parts = 0, []
+        for k, el in enumerate(group):
+            start = pos
+            end = start + len(el["text"])
+            elems.append(
+                {
+                    "doc_id": doc_id,
+                    "n": k,
+                    "kind": el["kind"],
+                    "text": el["text"],
+                    "page": el["page"],
+                    "section": el["section"],
+                    "start": start,
+                    "end": end,
+                    "level": el["level"],
+                    "self_ref": el["self_ref"],
+                }
+            )
+            parts.append(el["text"])
+            pos = end + len(JOIN)
+        content = JOIN.join(parts)
+        pages = [el["page"] for el in group if el["page"] > 0]
+        docs.append(
+            {
+                "doc_id": doc_id,
+                "title": f"{title}{SECTION_SEP}{section}" if section else title,
+                "text": content,
+                "content": content,
+                "source": source,
+                "content_hash": content_hash(content),
+                "file_id": e.file_id,
+                "path": e.path,
+                "format": e.format,
+                "section": section,
+                "page_start": min(pages) if pages else 0,
+            }
+        )
+    return docs, elems
+
+
+# --- the golden queries and qrels of a document dataset -----------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldTarget:
+    """What a qrels line can name: the documents rows of each parsed file, with their section,
+    and the files that are in the folder but were not parsed (their status)."""
+
+    sections: dict[str, list[tuple[str, str]]]  # path -> [(doc_id, section)] of parsed files
+    not_parsed: dict[str, str]  # path -> status of files listed but not parsed
+
+
+def map_gold(path: str, section: str, target: GoldTarget, where: str, unit: str) -> list[str]:
+    """The doc_ids a (path, section) judgment covers: with unit=file the file's id; with
+    unit=section every row whose section is `section` or below it ("" = the whole file).
+    An unknown file or section raises naming `where` (file:line); a file listed but not
+    parsed maps to one placeholder id `unparsed:<path>` (gold that cannot be retrieved)."""
+    if path not in target.sections:
+        if path in target.not_parsed:
+            return [f"unparsed:{path}"]
+        known = sorted([*target.sections, *target.not_parsed])
+        raise DataValidationError(
+            f"{where}: unknown file {path!r}: not in the documents folder(s)"
+            f" (has {len(known)} file(s), e.g. {known[:5]})"
+        )
+    rows = target.sections[path]
+    if unit == "file" or not section:
+        return sorted({d for d, _ in rows})
+    hit = [d for d, s in rows if s == section or s.startswith(section + SECTION_SEP)]
+    if not hit:
+        sections = sorted({s for _, s in rows if s})
+        raise DataValidationError(
+            f"{where}: file {path!r} has no section {section!r}"
+            f" (its sections: {sections[:10]}{' ...' if len(sections) > 10 else ''})"
+        )
+    return hit
+
+
+def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str, dict[str, int]]:
+    """qrels.tsv of a document dataset: `query-id <TAB> path <TAB> section <TAB> relevance`,
+    with a header line; a qid's judgment on several rows of one section keeps the highest grade."""
+    from ragrig.data.beir import iter_lines
+
+    qrels: dict[str, dict[str, int]] = {}
+    first = True
+    for lineno, line in iter_lines(qrels_path):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        row = line.split("\t")
+        if first:
+            first = False
+            if row[0].strip().lower() in {"query-id", "query_id", "qid"}:
+                continue
+        where = f"{qrels_path}:{lineno}"
+        if len(row) != 4:
+            raise DataValidationError(
+                f"{where}: expected 4 tab-separated fields (query-id, path, section, "
+                f"relevance), got {len(row)}"
+            )
+        qid, path, section, score = (c.strip() for c in row)
+        if not qid or not path:
+            raise DataValidationError(f"{where}: empty query id or path")
+        try:
+            rel = int(score)
+        except ValueError as exc:
+            raise DataValidationError(f"{where}: relevance {score!r} is not an integer") from exc
+        for doc_id in map_gold(path, section, target, where, unit):
+            judged = qrels.setdefault(qid, {})
+            judged[doc_id] = max(rel, judged.get(doc_id, rel))
+    if not qrels:
+        raise DataValidationError(f"{qrels_path}: no judgments")
+    return qrels
+
+
+def load_golden(folder: Path, target: GoldTarget, unit: str) -> Any:
+    """queries.jsonl + qrels.tsv as a BeirDataset (no corpus): the queries judged in qrels,
+    the others counted as unjudged; a qrels query id not in queries.jsonl raises."""
+    from ragrig.data.beir import BeirDataset, load_queries, load_query_metadata
+
+    qpath, rpath = folder / "queries.jsonl", folder / "qrels.tsv"
+    queries = load_queries(qpath)
+    metadata, nested = load_query_metadata(qpath)
+    qrels = load_gold_qrels(rpath, target, unit)
+    unknown = sorted(set(qrels) - set(queries))
+    if unknown:
+        raise DataValidationError(f"{rpath}: query id(s) not in {qpath}: {unknown[:10]}")
+    return BeirDataset(
+        corpus={},
+        queries={q: t for q, t in queries.items() if q in qrels},
+        qrels=qrels,
+        corpus_path=folder,
+        unjudged=tuple(sorted(set(queries) - set(qrels))),
+        query_metadata={q: m for q, m in metadata.items() if q in qrels},
+        nested_metadata_fields=nested,
+    )
+
+
+# --- the parser ---------------------------------------------------------------------------------
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+
+
+def parse_report(entries: list[FileEntry]) -> dict[str, Any]:
+    files = [e.report() for e in entries]
+    by_format: dict[str, dict[str, Any]] = {}
+    for f in files:
+        b = by_format.setdefault(
+            f["format"],
+            {"files": 0, "pages": 0, "chars": 0, "seconds": 0.0, **dict.fromkeys(STATUSES, 0)},
+        )
+        b["files"] += 1
+        b[f["status"]] += 1
+        if f["status"] == "parsed":
+            b["pages"] += f["pages"]
+            b["chars"] += f["chars"]
+            b["seconds"] = round(b["seconds"] + f["seconds"], 3)
+    counts = Counter(f["status"] for f in files)
+    return {
+        "files": files,
+        "counts": {s: counts.get(s, 0) for s in STATUSES},
+        "by_format": dict(sorted(by_format.items())),
+    }
+
+
+def check_failures(entries: list[FileEntry], max_share: float) -> None:
+    """Raise when (failed + timed_out) / files > max_share, naming each such file."""
+    bad = [e for e in entries if e.status in ("failed", "timed_out")]
+    if entries and len(bad) / len(entries) > max_share:
+        named = "; ".join(f"{e.path}: {e.status} ({e.reason})" for e in bad[:20])
+        more = f"; and {len(bad) - 20} more" if len(bad) > 20 else ""
+        raise DataValidationError(
+            f"parse: {len(bad)} of {len(entries)} file(s) failed or timed out, more than "
+            f"parse.max_failure_share={max_share:g}: {named}{more}"
+        )
+
+
+class DoclingParser:
+    def __init__(
+        self,
+        unit: str = "section",
+        workers: int = 2,
+        timeout_s: float = 120.0,
+        max_bytes: int = 100_000_000,
+        max_failure_share: float = 0.1,
+        exclude: tuple[str, ...] = (),
+        progress: bool = True,
+    ):
+        self.unit = unit
+        self.workers = workers
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.max_failure_share = max_failure_share
+        self.exclude = list(exclude)
+        self.progress = progress
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> DoclingParser:
+        return cls(
+            cfg.unit,
+            cfg.workers,
+            cfg.timeout_s,
+            cfg.max_bytes,
+            cfg.max_failure_share,
+            tuple(cfg.exclude),
+        )
+
+    def convert(self, folders: list[Path]) -> list[FileEntry]:
+        """List and convert the files; statuses filled in, PDFs without text marked."""
+        from ragrig.progress import bar
+
+        entries = list_files(folders, self.exclude, self.max_bytes)
+        with bar("parse", len(entries), "files") as b:
+            b.update(sum(1 for e in entries if e.status))
+            convert_all(entries, self.workers, self.timeout_s, done=b.update)
+        for e in entries:
+            if e.status == "parsed":
+                e.pages = int(e.result.get("pages", 0))
+                if not e.result["elements"]:
+                    e.status = "skipped" if e.format == "pdf" and e.pages else "failed"
+                    e.reason = (
+                        "needs OCR: no text layer (no OCR model offline)"
+                        if e.status == "skipped"
+                        else "no text extracted"
+                    )
+        return entries
+
+    def parse(self, dataset: Any) -> Parsed:
+        folders = [Path(d) for d in (dataset.documents or [dataset.root])]
+        return self.assemble(self.convert(folders), dataset, folders)
+
+    def assemble(self, entries: list[FileEntry], dataset: Any, folders: list[Path]) -> Parsed:
+        """The tables of converted files (after the failure-share check) and the golden set."""
+        from ragrig.parse import parse_stats, qrels_table, queries_table
+
+        check_failures(entries, self.max_failure_share)
+        parsed = [e for e in entries if e.status == "parsed"]
+        if not parsed:
+            raise DataValidationError(
+                f"parse: no document parsed in {', '.join(map(str, folders))} "
+                f"({len(entries)} file(s): {dict(Counter(e.status for e in entries))})"
+            )
+        source = f"docling:{dataset.name}"
+        doc_rows, elem_rows, docling_json = [], [], {}
+        for e in parsed:
+            docs, elems = build_rows(e, source, self.unit)
+            doc_rows += docs
+            elem_rows += elems
+            docling_json[e.file_id] = e.result["json"]
+        documents = pd.DataFrame(doc_rows, columns=DOC_COLUMNS)
+        elements = pd.DataFrame(elem_rows, columns=ELEMENT_COLUMNS)
+        target = GoldTarget(
+            sections={
+                p: list(zip(g["doc_id"], g["section"], strict=True))
+                for p, g in documents.groupby("path", sort=True)
+            },
+            not_parsed={e.path: e.status for e in entries if e.status != "parsed"},
+        )
+        report = parse_report(entries)
+        stats: dict[str, Any] = {"parser": "docling", "unit": self.unit, "files": report["counts"]}
+        if dataset.golden:
+            gold = load_golden(Path(dataset.golden), target, self.unit)
+            queries, qrels = queries_table(gold, None), qrels_table(gold)
+            stats |= parse_stats(gold, None, split="golden")
+            stats["judgments_on_unparsed_files"] = int(
+                qrels["doc_id"].str.startswith("unparsed:").sum()
+            )
+        else:
+            queries = _empty(["qid", "text", "claim_label", "evidence", "n_gold", "n_words"])
+            queries = queries.astype({"n_gold": "int64", "n_words": "int64"})
+            qrels = _empty(["qid", "doc_id", "relevance"]).astype({"relevance": "int64"})
+        return Parsed(
+            documents, queries, qrels, stats, elements=elements, docling=docling_json, report=report
+        )
+
+
+def stats_lines(stats: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """Console lines: the per-status file counts and each file not parsed, with its reason."""
+    c = report["counts"]
+    lines = [
+        f"parse: files: {c['parsed']} parsed, {c['failed']} failed, {c['skipped']} skipped, "
+        f"{c['timed_out']} timed out (unit={stats['unit']})"
+    ]
+    for f in report["files"]:
+        if f["status"] != "parsed":
+            lines.append(f"parse:   {f['status']}: {f['path']}: {f['reason']}")
+    if "queries_scored" in stats:
+        lines.append(
+            f"parse: queries: {stats['queries_scored']} scored, {stats['queries_unjudged']} in "
+            "queries.jsonl with no judgment in qrels.tsv"
+            + (
+                f"; {stats['judgments_on_unparsed_files']} judgment(s) on files not parsed "
+                "(gold that cannot be retrieved)"
+                if stats.get("judgments_on_unparsed_files")
+                else ""
+            )
+        )
+    else:
+        lines.append("parse: no golden queries (dataset.golden is not set)")
+    return lines
