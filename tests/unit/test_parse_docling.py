@@ -129,6 +129,17 @@ def test_every_good_file_parses_beside_the_bad_ones(run):
     assert set(run["parsed"].documents["path"]) == set(GOOD)
 
 
+def test_workers_import_the_ragrig_being_run(monkeypatch):
+    """Python 3.11's forkserver ignores sys.path: the src/ of this ragrig leads PYTHONPATH."""
+    import ragrig
+    from ragrig.parse.docling import _context
+
+    src = str(Path(ragrig.__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    _context()
+    assert os.environ["PYTHONPATH"] == os.pathsep.join([src, "/elsewhere"])
+
+
 def test_a_timed_out_conversion_is_killed(run):
     """The hanging worker wrote its pid before sleeping: that process no longer exists."""
     pid = int((run["folder"] / "hang_me.html.pid").read_text())
@@ -338,3 +349,43 @@ def test_documents_table_columns(run):
     assert not docs["path"].str.startswith("/").any()
     assert (docs["source"] == "docling:docs-test").all()
     assert pd.api.types.is_integer_dtype(docs["page_start"])
+
+
+# --- the stage wrapper ------------------------------------------------------------------------
+
+
+def test_stage_writes_elements_docling_json_and_the_report(tmp_path, monkeypatch, capsys):
+    import runpy
+    import sys
+
+    import yaml
+
+    from ragrig.io import read_json, read_table
+
+    project = FIXTURES.parents[1]
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["dataset"] = {"name": "docs-fixture", "root": str(DOCS), "golden": str(GOLDEN)}
+    params["parse"] = {"method": "docling", "workers": 2, "timeout_s": 60}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    out = tmp_path / "parse"
+    monkeypatch.syspath_prepend(str(project / "stages"))  # the wrapper's `import _bootstrap`
+    wrapper = runpy.run_path(str(project / "stages" / "parse.py"), run_name="parse_stage")
+    monkeypatch.setattr(
+        sys, "argv", ["parse.py", "--params", str(tmp_path / "params.yaml"), "--out", str(out)]
+    )
+    wrapper["main"]()
+    docs = read_table(out / "documents.parquet", "documents")
+    elems = read_table(out / "elements.parquet", "elements")
+    assert set(elems["doc_id"]) == set(docs["doc_id"])
+    assert sorted(p.stem for p in (out / "docling").glob("*.json")) == sorted(set(docs["file_id"]))
+    report = read_json(out / "parse_report.json")
+    assert [f["path"] for f in report["files"]] == GOOD
+    assert report["counts"] == {"parsed": len(GOOD), "failed": 0, "skipped": 0, "timed_out": 0}
+    manifest = read_json(out / "manifest.json")
+    assert manifest["files"] == report["counts"] and manifest["documents"] == len(docs)
+    assert manifest["split"] == "test" and "empty_text" not in manifest
+    assert manifest["queries"] == 6 and manifest["judgments"] == len(
+        read_table(out / "qrels.parquet", "qrels")
+    )
+    printed = capsys.readouterr().out
+    assert f"parse: files: {len(GOOD)} parsed, 0 failed, 0 skipped, 0 timed out" in printed

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import os
 import re
 import time
 from collections import Counter, deque
@@ -182,6 +183,14 @@ def _context() -> Any:
     one) starts in well under a second instead of re-importing docling and torch."""
     import multiprocessing as mp
 
+    import ragrig
+
+    # Python 3.11's forkserver ignores the parent's sys.path: put the ragrig being run (a
+    # checkout's src/, as stages/_bootstrap.py does) first on the path it starts with
+    src = str(Path(ragrig.__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    if path.split(os.pathsep)[0] != src:
+        os.environ["PYTHONPATH"] = src + (os.pathsep + path if path else "")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["ragrig.parse.docling_worker"])
     return ctx
@@ -552,7 +561,8 @@ class DoclingParser:
         if dataset.golden:
             gold = load_golden(Path(dataset.golden), target, self.unit)
             queries, qrels = queries_table(gold, None), qrels_table(gold)
-            stats |= parse_stats(gold, None, split="golden")
+            counts = parse_stats(gold, None, split=dataset.split)
+            stats |= {k: v for k, v in counts.items() if k not in ("empty_text", "split")}
             stats["judgments_on_unparsed_files"] = int(
                 qrels["doc_id"].str.startswith("unparsed:").sum()
             )
