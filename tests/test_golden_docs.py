@@ -108,3 +108,72 @@ def test_sources_lists_every_committed_document_with_its_checksum():
             "CC0-1.0",
             "public",
         }, line
+
+
+def test_choosing_dataset_docs_chooses_what_documents_need_and_the_command_line_wins():
+    from ragrig.config import validate_all
+    from ragrig.params import compose
+
+    conf = PROJECT / "conf"
+    cfg = validate_all(compose(conf, ["dataset=docs"]))
+    ds = cfg["dataset"]
+    assert (ds.name, ds.root, ds.golden) == (
+        "docs",
+        "../shared/datasets/docling_test_docs",
+        "data/golden/docs",
+    )
+    assert ds.documents == [ds.root, "data/golden/docs/documents"]
+    assert cfg["parse"].method == "docling"
+    assert cfg["parse"].exclude == ["groundtruth/*", "PROVENANCE.md"]
+    assert cfg["chunk"].method == "recursive"
+    assert (cfg["generate"].method, cfg["generate"].prompt) == ("llama_cpp", "answer")
+    assert cfg["report"].scorecard.reference_column == "meta_answer"
+
+    # the documents folders follow a root given on the command line; a choice made there wins
+    cfg = validate_all(
+        compose(conf, ["dataset=docs", "dataset.root=/data/docs", "generate=extractive"])
+    )
+    assert cfg["dataset"].documents == ["/data/docs", "data/golden/docs/documents"]
+    assert cfg["generate"].method == "extractive"
+
+    # other datasets keep the defaults
+    cfg = validate_all(compose(conf, ["dataset=tiny"]))
+    assert cfg["parse"].method == "beir" and cfg["chunk"].method == "document"
+    assert cfg["generate"].prompt == "claim_verdict"
+    assert cfg["report"].scorecard.reference_column is None
+
+
+def test_every_judgment_names_a_section_of_the_docling_conversion(monkeypatch):
+    """parse=docling over the two documents folders: every file converts, and every qrels row
+    (file and section path, as docling reads the headings) maps to documents rows; a gold
+    section covers its subsections, an empty one the whole file."""
+    if not DOCLING_DOCS.is_dir():
+        pytest.skip(f"{DOCLING_DOCS} not present")
+    from ragrig.config import validate_all
+    from ragrig.params import compose
+    from ragrig.parse import make_parser
+
+    monkeypatch.chdir(PROJECT)  # the golden folder and the committed documents are relative
+    cfg = validate_all(
+        compose(PROJECT / "conf", ["dataset=docs", f"dataset.root='{DOCLING_DOCS}'"])
+    )
+    parsed = make_parser(cfg["parse"]).parse(cfg["dataset"])
+    assert parsed.report["counts"]["parsed"] == 14 + len(_committed_documents())
+    assert parsed.stats["judgments_on_unparsed_files"] == 0
+
+    docs = parsed.documents.set_index("doc_id")
+    gold = parsed.qrels[parsed.qrels["relevance"] > 0].groupby("qid")["doc_id"].apply(set)
+    assert sorted(gold.index) == sorted(_queries())
+    for row in _qrels():
+        rows = docs.loc[sorted(gold[row["query-id"]])]
+        assert set(rows["path"]) == {row["path"]}, row
+        want = row["section"]
+        assert all(s == want or s.startswith(want + " > ") for s in rows["section"]), row
+        # every row of the file under that section is gold, none other
+        file_rows = docs[docs["path"] == row["path"]]
+        under = {
+            d
+            for d, s in zip(file_rows.index, file_rows["section"], strict=True)
+            if not want or s == want or s.startswith(want + " > ")
+        }
+        assert set(rows.index) == under, row
