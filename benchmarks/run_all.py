@@ -38,6 +38,7 @@ BENCHMARKS = [
     "verifier",
     "sweep",
     "rerank",
+    "parse",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -50,6 +51,7 @@ QUICK_ARGS = {
     "verifier": [],
     "sweep": ["--skip-sequential"],
     "rerank": ["--train", "--depths", "20"],
+    "parse": ["--copies", "30"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -58,6 +60,8 @@ OWN_SMOKE_DATASET = {
     "calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
     # tiny_beir with a train split: the reranker trains on it
     "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
+    # documents of every format, not a BEIR folder (default: ../shared/datasets/docling_test_docs)
+    "parse": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
 }
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
@@ -114,6 +118,8 @@ SMOKE_ARGS = {
     "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
     # trains on tiny_beir_train's five training queries, reranks BM25's candidates
     "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
+    # the six fixture documents, then a folder of 8 distinct copies of them
+    "parse": ["--copies", "8", "--timeout-s", "60"],
 }
 
 

@@ -186,6 +186,23 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert r["target_met"] is None  # the targets are MTRAG's
 
 
+def test_parse_benchmark_on_the_documents_fixture(smoke):
+    r = _ok(smoke, "parse")
+    assert r["config"]["dataset_root"].endswith("tests/fixtures/docs")
+    formats = r["per_format"]
+    assert set(formats) == {"docx", "html", "md", "pdf", "pptx", "xlsx"}
+    assert (formats["pdf"]["files"], formats["pdf"]["pages"]) == (1, 2)
+    assert all(f["documents_per_s"] > 0 and f["cpu_s"] > 0 for f in formats.values())
+    assert formats["pdf"]["pages_per_s"] > 0 and formats["html"]["pages_per_s"] is None
+    assert r["needs_ocr"] == []
+    mem = r["peak_memory"]  # the largest fixture document is the DOCX
+    assert mem["file"] == "relocation.docx" and mem["status"] == "parsed"
+    assert mem["peak_rss_mib"] >= mem["baseline_rss_mib"] > 0
+    h = r["hundred"]  # 8 copies: each fixture document once, the first two twice
+    assert h["files"] == 8 and h["counts"]["parsed"] == 8 and h["distinct_file_ids"] == 8
+    assert h["by_format"] == {"docx": 1, "html": 2, "md": 1, "pdf": 1, "pptx": 1, "xlsx": 2}
+
+
 def test_run_all_records_a_benchmark(tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.run(

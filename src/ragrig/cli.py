@@ -43,6 +43,22 @@ def cmd_data(args: argparse.Namespace) -> int:
 
     ds = load_section("dataset", args.params)
     status = ensure_dataset(Path(ds.root), ds.download)
+    if ds.documents or ds.golden:  # a folder of documents for parse=docling, not a BEIR layout
+        from ragrig.errors import DataValidationError
+
+        folders = [Path(d) for d in (ds.documents or [ds.root])]
+        golden = [Path(ds.golden) / n for n in ("queries.jsonl", "qrels.tsv")] if ds.golden else []
+        missing = [str(f) for f in folders if not f.is_dir()] + [
+            str(g) for g in golden if not g.is_file()
+        ]
+        if missing:
+            raise DataValidationError(f"dataset {ds.name}: not found: {', '.join(missing)}")
+        files = sum(1 for f in folders for p in f.rglob("*") if p.is_file())
+        print(
+            f"dataset {ds.name} {status} at {ds.root}: {files} files in {len(folders)} documents "
+            f"folder(s), golden set {ds.golden or 'none'}"
+        )
+        return 0
     data = load_beir(Path(ds.root), ds.split)
     print(
         f"dataset {ds.name} {status} at {ds.root}: {len(data.corpus)} documents, "

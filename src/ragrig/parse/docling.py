@@ -74,6 +74,7 @@ DOC_COLUMNS = [
     "section",
     "page_start",
 ]
+SHOWN = 20  # files not parsed named on the console (all are in parse_report.json)
 WORKER_START_S = 600.0  # a worker must have built its converter within this time
 
 
@@ -223,9 +224,9 @@ def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: 
                 try:
                     msg = conn.recv()
                 except (EOFError, OSError):
-                    code = w.proc.exitcode if not w.proc.is_alive() else None
+                    w.proc.join(5)  # the pipe closed: the process has ended, or is ending
+                    code = w.proc.exitcode
                     if not w.ready:
-                        w.proc.join(5)
                         raise RagrigError(
                             "parse: a docling worker exited while starting "
                             f"(exit code {w.proc.exitcode}; its error is printed above)"
@@ -484,7 +485,6 @@ class DoclingParser:
         max_bytes: int = 100_000_000,
         max_failure_share: float = 0.1,
         exclude: tuple[str, ...] = (),
-        progress: bool = True,
     ):
         self.unit = unit
         self.workers = workers
@@ -492,7 +492,6 @@ class DoclingParser:
         self.max_bytes = max_bytes
         self.max_failure_share = max_failure_share
         self.exclude = list(exclude)
-        self.progress = progress
 
     @classmethod
     def from_config(cls, cfg: Any) -> DoclingParser:
@@ -582,9 +581,11 @@ def stats_lines(stats: dict[str, Any], report: dict[str, Any]) -> list[str]:
         f"parse: files: {c['parsed']} parsed, {c['failed']} failed, {c['skipped']} skipped, "
         f"{c['timed_out']} timed out (unit={stats['unit']})"
     ]
-    for f in report["files"]:
-        if f["status"] != "parsed":
-            lines.append(f"parse:   {f['status']}: {f['path']}: {f['reason']}")
+    not_parsed = [f for f in report["files"] if f["status"] != "parsed"]
+    for f in not_parsed[:SHOWN]:
+        lines.append(f"parse:   {f['status']}: {f['path']}: {f['reason']}")
+    if len(not_parsed) > SHOWN:
+        lines.append(f"parse:   and {len(not_parsed) - SHOWN} more (parse_report.json)")
     if "queries_scored" in stats:
         lines.append(
             f"parse: queries: {stats['queries_scored']} scored, {stats['queries_unjudged']} in "

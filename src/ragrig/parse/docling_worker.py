@@ -43,16 +43,25 @@ INPUT_FORMATS: dict[str, InputFormat] = {
     "jats": InputFormat.XML_JATS,
 }
 
-# A test hook: a file whose name contains this text makes the worker write its pid into
-# `<file>.pid` and then sleep, standing for a conversion that hangs (tests/unit/test_parse_docling).
+# Test hooks (tests/unit/test_parse_docling.py): a file whose name contains the text of
+# RAGRIG_PARSE_TEST_HANG makes the worker write its pid into `<file>.pid` and sleep (a conversion
+# that hangs); one whose name contains RAGRIG_PARSE_TEST_CRASH makes the worker exit at once with
+# code 3 (a converter that crashes its process).
 ENV_TEST_HANG = "RAGRIG_PARSE_TEST_HANG"
+ENV_TEST_CRASH = "RAGRIG_PARSE_TEST_CRASH"
 
 
 def make_converter() -> DocumentConverter:
     conv = DocumentConverter(
         allowed_formats=list(INPUT_FORMATS.values()),
         format_options={
-            InputFormat.PDF: NativePdfFormatOption(pipeline_options=NativePdfPipelineOptions())
+            InputFormat.PDF: NativePdfFormatOption(
+                # text only: rendered page and picture images would cost time and fill the
+                # JSON (megabytes of base64 per document) that nothing downstream reads
+                pipeline_options=NativePdfPipelineOptions(
+                    generate_page_images=False, generate_picture_images=False
+                )
+            )
         },
     )
     for fmt in INPUT_FORMATS.values():  # build every pipeline now, not inside a timed file
@@ -121,6 +130,9 @@ def convert(conv: DocumentConverter, path: str, fmt: str) -> dict[str, Any]:
     if hang and hang in Path(path).name:
         Path(path + ".pid").write_text(str(os.getpid()))
         time.sleep(3600)
+    crash = os.environ.get(ENV_TEST_CRASH)
+    if crash and crash in Path(path).name:
+        os._exit(3)
     try:
         res = conv.convert(path, raises_on_error=False)
     except Exception as exc:  # noqa: BLE001 - any converter error is this file's failure
@@ -170,5 +182,8 @@ def serve(conn: Any) -> None:
         if task is None:
             break
         index, path, fmt = task
-        conn.send(("result", index, convert(conv, path, fmt)))
+        cpu = time.process_time()
+        result = convert(conv, path, fmt)
+        result["cpu_s"] = time.process_time() - cpu  # this process's CPU time on the file
+        conn.send(("result", index, result))
     conn.close()
