@@ -88,6 +88,28 @@ def test_cap_pairs_is_seeded_and_bounded():
     assert D.cap_pairs(pairs, 10, 14) != a
 
 
+def test_balanced_cap_gives_each_label_and_kind_its_turn():
+    """A plain sample keeps the built proportions (NOT_ADDRESSED the majority); the balanced
+    cap takes labels in turn, and within a label its kinds in turn."""
+    from collections import Counter
+
+    pairs = tiny_pairs()
+    built = Counter(p.label for p in pairs)
+    assert built["NOT_ADDRESSED"] > built["SUPPORT"]
+    n = 3 * min(built.values())
+    capped = D.cap_pairs(pairs, n, 13, balance=True)
+    assert len(capped) == n and len(set(capped)) == n
+    assert Counter(p.label for p in capped) == {lab: n // 3 for lab in built}
+    # NOT_ADDRESSED was built as other_doc 10, same_doc 6, swapped_entity 4, no_evidence 1: its
+    # kinds take turns (no_evidence runs out after one), where a plain sample favours other_doc
+    got = Counter(p.kind for p in capped if p.label == "NOT_ADDRESSED")
+    assert got == {"other_doc": 3, "same_doc": 3, "swapped_entity": 3, "no_evidence": 1}
+    plain = Counter(p.label for p in D.cap_pairs(pairs, n, 13))
+    assert plain != {lab: n // 3 for lab in built}
+    assert D.cap_pairs(pairs, n, 13, balance=True) == capped  # seeded
+    assert D.cap_pairs(pairs, None, 13, balance=True) == D.cap_pairs(pairs, None, 13)
+
+
 def test_rationale_outside_document_is_named(tmp_path):
     bad = tmp_path / "claims.jsonl"
     bad.write_text(
