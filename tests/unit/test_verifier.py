@@ -349,3 +349,38 @@ def test_stage_switched_off_trains_nothing_and_says_why(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["manifest.json"]
     with pytest.raises(ConfigError, match="enabled is false"):
         VerifierJudge(tmp_path / "out")
+
+
+def test_support_is_read_by_label_name_not_by_position(tiny_model, tmp_path):
+    """P(support) comes from the head's row that config.json names SUPPORT: the same model with
+    its head rows (and id2label) permuted gives the same P(support) for every pair."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from ragrig.judge.verifier_model import Verifier
+
+    out, _ = tiny_model
+    src = out / "model"
+    perm = [2, 0, 1]  # new row i is old row perm[i]: NOT_ADDRESSED, SUPPORT, CONTRADICT
+    dst = tmp_path / "permuted"
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    old = {int(k): v for k, v in cfg["id2label"].items()}
+    cfg["id2label"] = {str(i): old[j] for i, j in enumerate(perm)}
+    cfg["label2id"] = {v: int(k) for k, v in cfg["id2label"].items()}
+    (dst / "config.json").write_text(json.dumps(cfg))
+    (weights,) = dst.glob("*.safetensors")
+    tensors = load_file(str(weights))
+    for name in [n for n in tensors if n.endswith(("classifier.weight", "classifier.bias"))]:
+        tensors[name] = tensors[name][perm].contiguous()
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    pairs = [
+        ("Mars has two moons.", "Mars has two moons, Phobos and Deimos."),
+        ("Mars has no moons.", "Mars has two moons, Phobos and Deimos."),
+        ("Venus is hot.", "Statins lower cholesterol."),
+    ]
+    a, b = Verifier(src), Verifier(dst)
+    assert (a.support_index, b.support_index) == (0, 1)
+    assert b.support(pairs) == pytest.approx(a.support(pairs), abs=1e-6)
+    assert b.support(pairs) != pytest.approx(b.probabilities(pairs)[:, 0].tolist(), abs=1e-6)
