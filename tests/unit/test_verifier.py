@@ -88,6 +88,28 @@ def test_cap_pairs_is_seeded_and_bounded():
     assert D.cap_pairs(pairs, 10, 14) != a
 
 
+def test_balanced_cap_gives_each_label_and_kind_its_turn():
+    """A plain sample keeps the built proportions (NOT_ADDRESSED the majority); the balanced
+    cap takes labels in turn, and within a label its kinds in turn."""
+    from collections import Counter
+
+    pairs = tiny_pairs()
+    built = Counter(p.label for p in pairs)
+    assert built["NOT_ADDRESSED"] > built["SUPPORT"]
+    n = 3 * min(built.values())
+    capped = D.cap_pairs(pairs, n, 13, balance=True)
+    assert len(capped) == n and len(set(capped)) == n
+    assert Counter(p.label for p in capped) == {lab: n // 3 for lab in built}
+    # NOT_ADDRESSED was built as other_doc 10, same_doc 6, swapped_entity 4, no_evidence 1: its
+    # kinds take turns (no_evidence runs out after one), where a plain sample favours other_doc
+    got = Counter(p.kind for p in capped if p.label == "NOT_ADDRESSED")
+    assert got == {"other_doc": 3, "same_doc": 3, "swapped_entity": 3, "no_evidence": 1}
+    plain = Counter(p.label for p in D.cap_pairs(pairs, n, 13))
+    assert plain != {lab: n // 3 for lab in built}
+    assert D.cap_pairs(pairs, n, 13, balance=True) == capped  # seeded
+    assert D.cap_pairs(pairs, None, 13, balance=True) == D.cap_pairs(pairs, None, 13)
+
+
 def test_rationale_outside_document_is_named(tmp_path):
     bad = tmp_path / "claims.jsonl"
     bad.write_text(
@@ -327,3 +349,38 @@ def test_stage_switched_off_trains_nothing_and_says_why(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["manifest.json"]
     with pytest.raises(ConfigError, match="enabled is false"):
         VerifierJudge(tmp_path / "out")
+
+
+def test_support_is_read_by_label_name_not_by_position(tiny_model, tmp_path):
+    """P(support) comes from the head's row that config.json names SUPPORT: the same model with
+    its head rows (and id2label) permuted gives the same P(support) for every pair."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from ragrig.judge.verifier_model import Verifier
+
+    out, _ = tiny_model
+    src = out / "model"
+    perm = [2, 0, 1]  # new row i is old row perm[i]: NOT_ADDRESSED, SUPPORT, CONTRADICT
+    dst = tmp_path / "permuted"
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    old = {int(k): v for k, v in cfg["id2label"].items()}
+    cfg["id2label"] = {str(i): old[j] for i, j in enumerate(perm)}
+    cfg["label2id"] = {v: int(k) for k, v in cfg["id2label"].items()}
+    (dst / "config.json").write_text(json.dumps(cfg))
+    (weights,) = dst.glob("*.safetensors")
+    tensors = load_file(str(weights))
+    for name in [n for n in tensors if n.endswith(("classifier.weight", "classifier.bias"))]:
+        tensors[name] = tensors[name][perm].contiguous()
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    pairs = [
+        ("Mars has two moons.", "Mars has two moons, Phobos and Deimos."),
+        ("Mars has no moons.", "Mars has two moons, Phobos and Deimos."),
+        ("Venus is hot.", "Statins lower cholesterol."),
+    ]
+    a, b = Verifier(src), Verifier(dst)
+    assert (a.support_index, b.support_index) == (0, 1)
+    assert b.support(pairs) == pytest.approx(a.support(pairs), abs=1e-6)
+    assert b.support(pairs) != pytest.approx(b.probabilities(pairs)[:, 0].tolist(), abs=1e-6)

@@ -34,6 +34,11 @@ class TrainVerifierConfig(Section):
     max_pairs: int | None = Field(
         6000, gt=0, description="cap on training pairs (seeded sample, stratified by kind)"
     )
+    balance_labels: bool = Field(
+        False,
+        description="cap max_pairs with the labels taking turns (and each label's kinds), "
+        "instead of a plain sample (~47% NOT_ADDRESSED on SciFact)",
+    )
     max_claims: int | None = Field(
         None, gt=0, description="use only the first N training claims (None: all)"
     )

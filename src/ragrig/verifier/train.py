@@ -44,7 +44,7 @@ def load_training_pairs(
         perturbations=cfg.perturbations,
         seed=cfg.seed,
     )
-    return D.cap_pairs(pairs, cfg.max_pairs, cfg.seed)
+    return D.cap_pairs(pairs, cfg.max_pairs, cfg.seed, balance=cfg.balance_labels)
 
 
 def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dict[str, Any]:
