@@ -125,7 +125,7 @@ def test_choosing_dataset_docs_chooses_what_documents_need_and_the_command_line_
     assert ds.documents == [ds.root, "data/golden/docs/documents"]
     assert cfg["parse"].method == "docling"
     assert cfg["parse"].exclude == ["groundtruth/*", "PROVENANCE.md"]
-    assert cfg["chunk"].method == "hybrid"
+    assert cfg["chunk"].method == "recursive"
     assert (cfg["generate"].method, cfg["generate"].prompt) == ("llama_cpp", "answer")
     assert cfg["report"].scorecard.reference_column == "meta_answer"
 
