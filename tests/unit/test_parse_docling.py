@@ -391,7 +391,9 @@ def test_stage_writes_elements_docling_json_and_the_report(tmp_path, monkeypatch
     docs = read_table(out / "documents.parquet", "documents")
     elems = read_table(out / "elements.parquet", "elements")
     assert set(elems["doc_id"]) == set(docs["doc_id"])
-    assert sorted(p.stem for p in (out / "docling").glob("*.json")) == sorted(set(docs["file_id"]))
+    files = sorted(set(docs["file_id"]))
+    assert sorted(p.stem for p in (out / "docling").glob("*.json")) == sorted([*files, "index"])
+    assert json.loads((out / "docling" / "index.json").read_text()) == {"files": files}
     report = read_json(out / "parse_report.json")
     assert [f["path"] for f in report["files"]] == GOOD
     by_path = {p: set(g) for p, g in docs.groupby("path")["file_id"]}
