@@ -44,6 +44,7 @@ def test_every_group_has_options():
         "generate",
         "train_verifier",
         "train_rerank",
+        "train_embed",
         "judge",
         "report",
     }

@@ -63,6 +63,7 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     assert _ran(ws, 0) == [
         "parse",
         "chunk",
+        "train_embed",  # off by default: a manifest saying so, no model
         "embed",
         "index",
         "retrieve",

@@ -16,6 +16,7 @@ BASE = ["dataset=tiny", "generate=extractive", "report.mlflow.enabled=false"]
 STAGES = [
     "parse",
     "chunk",
+    "train_embed",
     "embed",
     "index",
     "retrieve",

@@ -39,6 +39,7 @@ SECTIONS: dict[str, str] = {
     "generate": "ragrig.generate.config:GenerateConfig",
     "train_verifier": "ragrig.verifier.config:TrainVerifierConfig",
     "train_rerank": "ragrig.rerank_train.config:TrainRerankConfig",
+    "train_embed": "ragrig.embed_train.config:TrainEmbedConfig",
     "judge": "ragrig.judge.config:JudgeConfig",
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.config:RuntimeConfig",

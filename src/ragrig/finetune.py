@@ -1,5 +1,6 @@
-"""Fine-tuning a sentence-transformers CrossEncoder on the CPU, deterministically: what the
-trained verifier (train_verifier) and the trained reranker (train_rerank) share."""
+"""Fine-tuning sentence-transformers models on the CPU, deterministically: what the trained
+verifier (train_verifier), the trained reranker (train_rerank) and the trained bi-encoder
+(train_embed) share."""
 
 from __future__ import annotations
 
@@ -9,6 +10,47 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+_COMMON_ARGS = {
+    "save_strategy": "no",
+    "report_to": "none",
+    "logging_steps": 25,
+    "use_cpu": True,
+    "dataloader_num_workers": 0,
+    "disable_tqdm": True,
+}
+
+
+def _fit(
+    trainer_cls: Any,
+    args_cls: Any,
+    model: Any,
+    dataset: Any,
+    loss: Any,
+    cfg: Any,
+    out_dir: Path,
+    model_dir: str,
+    name: str,
+    **extra: Any,
+) -> tuple[Any, float]:
+    with tempfile.TemporaryDirectory(prefix=f"{name}.") as tmp:
+        args = args_cls(
+            output_dir=tmp,
+            num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size,
+            learning_rate=cfg.learning_rate,
+            warmup_ratio=cfg.warmup_ratio,
+            seed=cfg.seed,
+            data_seed=cfg.seed,
+            **_COMMON_ARGS,
+            **extra,
+        )
+        trainer = trainer_cls(model=model, args=args, train_dataset=dataset, loss=loss)
+        t0 = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - t0
+    model.save_pretrained(str(Path(out_dir) / model_dir), create_model_card=False)
+    return result, seconds
 
 
 def fit_cross_encoder(
@@ -22,28 +64,43 @@ def fit_cross_encoder(
         CrossEncoderTrainingArguments,
     )
 
-    with tempfile.TemporaryDirectory(prefix=f"{name}.") as tmp:
-        args = CrossEncoderTrainingArguments(
-            output_dir=tmp,
-            num_train_epochs=cfg.epochs,
-            per_device_train_batch_size=cfg.batch_size,
-            learning_rate=cfg.learning_rate,
-            warmup_ratio=cfg.warmup_ratio,
-            seed=cfg.seed,
-            data_seed=cfg.seed,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=25,
-            use_cpu=True,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-        )
-        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
-        t0 = time.perf_counter()
-        result = trainer.train()
-        seconds = time.perf_counter() - t0
-    model.save_pretrained(str(Path(out_dir) / model_dir), create_model_card=False)
-    return result, seconds
+    return _fit(
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+        model,
+        dataset,
+        loss,
+        cfg,
+        out_dir,
+        model_dir,
+        name,
+    )
+
+
+def fit_sentence_transformer(
+    model: Any, dataset: Any, loss: Any, cfg: Any, out_dir: Path, model_dir: str, name: str
+) -> tuple[Any, float]:
+    """As `fit_cross_encoder`, for a bi-encoder (SentenceTransformer). Batches hold no text
+    twice (sentence-transformers' NO_DUPLICATES sampler), so an in-batch negative is never
+    another copy of the example's own query or positive."""
+    from sentence_transformers import (
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+
+    return _fit(
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+        model,
+        dataset,
+        loss,
+        cfg,
+        out_dir,
+        model_dir,
+        name,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+    )
 
 
 def quiet_training_logs() -> None:

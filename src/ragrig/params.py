@@ -103,6 +103,7 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
     """What one section requires of another, checked before any stage runs: a price for the
     generator's model and the LLM judge's (else the report would fail after paid calls), and report k values and
     a context size the retrieved candidate lists can reach."""
+    from ragrig.embed.config import TRAINED_MODEL
     from ragrig.report.config import missing_prices, price_hint
     from ragrig.rerank.config import TRAINED_OUTPUT
 
@@ -145,6 +146,16 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
         problems.append(
             "rerank=trained reads the model the train_rerank stage trains, which is off: add "
             "train_rerank.enabled=true (or use rerank=identity / rerank=cross_encoder)"
+        )
+    embed, train_embed = validated["embed"], validated.get("train_embed")
+    if (
+        getattr(embed, "model", None) == TRAINED_MODEL
+        and train_embed is not None
+        and not train_embed.enabled
+    ):
+        problems.append(
+            "embed=trained reads the model the train_embed stage trains, which is off: add "
+            "train_embed.enabled=true (or use embed=minilm)"
         )
     return problems
 

@@ -8,6 +8,9 @@ from pydantic import Field
 
 from ragrig.config import Section
 
+# Where dvc.yaml puts the model the train_embed stage trains (relative to the project root).
+TRAINED_MODEL = "data/train_embed/model"
+
 
 class EmbedSentenceTransformers(Section):
     method: Literal["sentence_transformers"] = "sentence_transformers"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ class SentenceTransformerEmbedder(Prefixed):
         from sentence_transformers import SentenceTransformer
 
         self.model_ref = model
+        refuse_untrained_folder(model)
         self.model = SentenceTransformer(resolve_model(model), device="cpu")
         if max_seq_length is not None:
             self.model.max_seq_length = max_seq_length
@@ -61,6 +64,22 @@ class SentenceTransformerEmbedder(Prefixed):
                 show_progress_bar=progress and done is None,
             )
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def refuse_untrained_folder(model: str) -> None:
+    """A train_embed output's model folder (`<out>/model`) that the stage did not write (it was
+    off) is refused in one line with the manifest's reason, not looked up on a model hub."""
+    from ragrig.errors import ConfigError
+
+    path = Path(model)
+    manifest = path.parent / "manifest.json"
+    if path.exists() or not manifest.is_file():
+        return
+    reason = json.loads(manifest.read_text(encoding="utf-8")).get("reason")
+    raise ConfigError(
+        f"embed.model {model!r}: {path.parent} holds no trained model ({reason}); set "
+        "train_embed.enabled=true, or use embed=minilm"
+    )
 
 
 @contextlib.contextmanager

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from ragrig.config import Section
-
-
-class MiningConfig(Section):
-    """The first-stage retriever that mines hard negatives: BM25 (bm25s) over the corpus."""
-
-    k1: float = Field(0.9, gt=0)
-    b: float = Field(0.4, ge=0, le=1)
-    stemmer: Literal["english", "none"] = "english"
-    stopwords: Literal["english", "none"] = "english"
-    depth: int = Field(30, gt=0, description="negatives are drawn from BM25's top `depth` hits")
+from ragrig.train_split import MiningConfig
 
 
 class TrainRerankConfig(Section):

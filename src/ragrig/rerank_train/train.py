@@ -15,22 +15,12 @@ from typing import Any
 
 from ragrig.finetune import weights_sha256
 from ragrig.rerank_train import data as D
+from ragrig.train_split import corpus_texts
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
 PAIRS_FILE = "pairs.jsonl"
 PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate", "bm25s")
-
-
-def corpus_texts(root: Path, title_separator: str, empty_text: str) -> dict[str, str]:
-    """doc id -> the passage text the pipeline reranks (parse's title + separator + text)."""
-    from ragrig.data.beir import BeirDataset, find_corpus, load_corpus
-    from ragrig.parse import documents_table
-
-    path = find_corpus(Path(root))
-    corpus, _ = load_corpus(path, empty_text)
-    docs = documents_table(BeirDataset(corpus, {}, {}, path), "train", title_separator)
-    return dict(zip(docs["doc_id"], docs["content"], strict=True))
 
 
 def load_training_pairs(
