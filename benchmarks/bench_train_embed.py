@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     manifest = Path(args.model).parent / "manifest.json"
-    out = measure(
+    out = {**C.header("train_embed", ["sentence-transformers", "faiss-cpu"])}
+    out |= measure(
         args.params,
         args.dataset_root,
         args.base,

@@ -42,6 +42,7 @@ BENCHMARKS = [
     "index_scale",
     "parse",
     "chunk",
+    "train_embed",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -58,6 +59,7 @@ QUICK_ARGS = {
     "index_scale": ["--n", "200000", "--queries", "300"],
     "parse": ["--copies", "30"],
     "chunk": [],
+    "train_embed": [],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -150,6 +152,8 @@ SMOKE_ARGS = {
     "parse": ["--copies", "8", "--timeout-s", "60"],
     # the fixture documents through parse=docling, then three chunkers and their metrics
     "chunk": ["--methods", "document", "recursive", "hybrid"],
+    # the packaged model in the trained model's place: every path runs, every delta is 0
+    "train_embed": ["--model", "packaged:all-MiniLM-L6-v2"],
 }
 
 

@@ -330,3 +330,12 @@ def test_chunk_benchmark_runs_the_chunkers_on_documents_parse_docling_converted(
     for row in r["rows"]:
         assert row["attribution"] == 1.0  # every pointer resolves to its text
         assert row["chunks"] >= docs
+
+
+def test_train_embed_benchmark_with_the_same_model_twice_has_zero_deltas(smoke):
+    r = _ok(smoke, "train_embed")
+    assert r["queries"] == 9  # the fixture's judged test queries
+    for method in ("dense", "hybrid_rrf", "hybrid_convex"):
+        assert r["figures"]["packaged"][method] == r["figures"]["trained"][method]
+        d = r["paired_deltas"][method]["ndcg@10"]
+        assert d["delta"] == 0.0 and d["ci_low"] == 0.0 and d["ci_high"] == 0.0

@@ -58,7 +58,9 @@ def test_unknown_key_fails_before_any_point_naming_the_nearest_keys(tmp_path):
         check_overrides(["retrieve=hybrid_rrf", "retrieve.alpha=0.5"], PROJECT / "conf")
     # ...and known under the option that has it; a group option of a nested group is checked too
     check_overrides(["retrieve=hybrid_convex", "retrieve.alpha=0.5"], PROJECT / "conf")
-    with pytest.raises(SweepError, match="valid choices for index/dense are flat, hnsw, hnsw_sq, ivf, ivf_pq"):
+    with pytest.raises(
+        SweepError, match="valid choices for index/dense are flat, hnsw, hnsw_sq, ivf, ivf_pq"
+    ):
         check_overrides(["index/dense=hnswx"], PROJECT / "conf")
 
 
