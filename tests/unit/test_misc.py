@@ -65,7 +65,11 @@ LOOKS_DOWN_TO = {
     "report": {"metrics"},
     "calibrate": {"judge", "metrics"},  # runs the judges against human labels
     "judge": {"generate"},
-    "rerank_train": {"data", "index", "parse"},  # train split, BM25 mining, passage text
+    # the training split's queries, BM25-mined negatives and passage text (ragrig.train_split),
+    # shared by the reranker's and the bi-encoder's training
+    "train_split": {"data", "index", "parse"},
+    "rerank_train": {"data", "index", "parse", "train_split"},
+    "embed_train": {"data", "index", "parse", "train_split"},
     "verifier": {
         "judge",
         "data",
