@@ -11,7 +11,7 @@ import pytest
 
 from ragrig.chunk import chunk_documents, make_chunker
 from ragrig.chunk.chunkers import DocumentChunker, RecursiveTokenChunker, load_tokenizer
-from ragrig.chunk.hybrid import HybridDoclingChunker, paragraphs
+from ragrig.chunk.hybrid import Element, HybridDoclingChunker, paragraphs, uncovered_runs
 from ragrig.chunk.semantic import SemanticChunker, pack, sentence_spans
 from ragrig.chunk.structure import Elements, units
 from ragrig.metrics import ingestion as m
@@ -143,6 +143,51 @@ def test_hybrid_without_docling_documents_chunks_paragraphs():
     # the three paragraphs fit in 64 tokens: docling merges them into one chunk
     assert chunks[["doc_id", "start", "end"]].values.tolist() == [["a", 0, len(content)]]
     assert chunker.stats["plain_documents"] == 2
+
+
+def test_uncovered_runs_are_the_consecutive_elements_no_span_covers():
+    d = "aaaaa  bbbbb  cccccc  dddddddd eeeeeeeee"
+    els = [
+        Element("d", 0, 5, "text", None),
+        Element("d", 7, 12, "text", None),  # covered by (6, 13)
+        Element("d", 14, 20, "text", None),  # covered by (14, 17) and (18, 20) but for "c"
+        Element("d", 22, 30, "text", None),
+        Element("d", 31, 40, "list_item", None),
+        Element("e", 0, 9, "section_header", None),  # a heading: travels in `section`
+        Element("e", 9, 9, "text", None),  # empty: nothing to lose
+        Element("f", 0, 4, "text", None),  # a document with no chunk at all
+    ]
+    contents = {"d": d, "e": "Heading 1", "f": "ffff"}
+    spans = {"d": [(6, 13), (14, 17), (18, 20)]}
+    assert uncovered_runs(els, spans, contents) == {"d": [(0, 5), (14, 40)], "f": [(0, 4)]}
+    # pieces of one paragraph with only whitespace between them cover it
+    pieces = {"d": [(0, 5), (7, 13), (14, 20), (22, 30), (31, 40)]}
+    assert uncovered_runs(els[:5], pieces, contents) == {}
+
+
+def test_hybrid_keeps_the_text_of_a_docling_chunk_that_names_no_parsed_element():
+    content = "First paragraph here.\n\nSecond one, a bit longer than the first.\n\n\nThird."
+    docs = pd.DataFrame({"doc_id": ["a"], "content": [content]})
+    chunker = HybridDoclingChunker(MINILM, 12)
+    real = chunker.chunker
+
+    class _DropsOne:  # docling's chunker, with the second paragraph's item renamed
+        def chunk(self, doc):
+            for c in real.chunk(doc):
+                for item in c.meta.doc_items:
+                    if item.self_ref == "#/texts/1":  # the second paragraph
+                        item.self_ref = "#/texts/999"
+                yield c
+
+    chunker.chunker = _DropsOne()
+    chunks = chunk_documents(docs, chunker, False)
+    covered = "".join(chunks["text"])
+    assert "Second one, a bit longer than the first." in covered  # not lost
+    # docling's second chunk names the second and third paragraphs; only the third maps
+    assert chunker.stats["uncovered_element_chunks"] == 1
+    assert len(chunks) == 3  # one per paragraph, the second from the uncovered element
+    for _, c in chunks.iterrows():
+        assert content[c["start"] : c["end"]] == c["text"]
 
 
 def test_document_and_recursive_chunkers_add_page_and_section(parsed, tok):

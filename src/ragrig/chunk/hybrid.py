@@ -184,7 +184,48 @@ class HybridDoclingChunker:
             if n_tokens > self.max_tokens:
                 self.stats["oversized"] += 1
             spans.append((start, end))
+        # 5. nothing lost: elements no chunk holds (a docling chunk naming no parsed element,
+        # a section that is only its heading) become chunks, one per run of consecutive ones
+        for doc_id, runs in uncovered_runs(refs.values(), out, contents).items():
+            out.setdefault(doc_id, []).extend(runs)
+            self.stats["uncovered_element_chunks"] += len(runs)
         return out
+
+
+HEADING_KINDS = frozenset({"title", "section_header"})
+
+
+def uncovered_runs(
+    elements: Iterable[Element], spans: dict[str, list[tuple[int, int]]], contents: dict[str, str]
+) -> dict[str, list[tuple[int, int]]]:
+    """Per document, the spans of runs of consecutive (by start) elements with text that no
+    span covers (whitespace between the pieces of a cut paragraph does not count). Headings are
+    not text to keep: docling carries them in a chunk's headings, the chunk table in `section`."""
+    by_doc: dict[str, list[Element]] = {}
+    for e in elements:
+        if e.end > e.start and e.kind not in HEADING_KINDS:
+            by_doc.setdefault(e.doc_id, []).append(e)
+    out: dict[str, list[tuple[int, int]]] = {}
+    for doc_id, els in by_doc.items():
+        content = contents[doc_id]
+        covered = bytearray(len(content))
+        for s, t in spans.get(doc_id, []):
+            covered[s:t] = b"\x01" * (t - s)
+        runs: list[tuple[int, int]] = []
+        run: tuple[int, int] | None = None
+        for e in sorted(els, key=lambda e: (e.start, e.end)):
+            lost = any(not covered[i] and not content[i].isspace() for i in range(e.start, e.end))
+            if not lost:
+                if run is not None:
+                    runs.append(run)
+                    run = None
+                continue
+            run = (run[0], max(run[1], e.end)) if run is not None else (e.start, e.end)
+        if run is not None:
+            runs.append(run)
+        if runs:
+            out[doc_id] = runs
+    return out
 
 
 def locate(content: str, piece: str, at: int, end: int) -> tuple[int, int] | None:
