@@ -41,7 +41,7 @@ import _common as C
 STAGES = ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
 # Trains a model once (off by default: a manifest-only output); DVC may run it anywhere before
 # judge, so the cold run is checked as a set of stages.
-TRAINING_STAGES = ["train_verifier", "train_rerank"]
+TRAINING_STAGES = ["train_verifier", "train_rerank", "train_embed"]
 DOWNSTREAM_OF_RETRIEVE = STAGES[STAGES.index("retrieve") :]
 NOOP_TARGET_S = 10.0
 

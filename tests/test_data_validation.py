@@ -504,11 +504,15 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
     assert "parse: 20 documents, 9 queries, 11 judgments" in proc.stdout
     out = tmp_path / "data" / "parse"
     assert sorted(p.name for p in out.iterdir()) == [
+        "docling",  # empty for a BEIR corpus but for its index: the chunk stage depends on it
         "documents.parquet",
+        "elements.parquet",
         "manifest.json",
         "qrels.parquet",
         "queries.parquet",
     ]
+    assert json.loads((out / "docling" / "index.json").read_text()) == {"files": []}
+    assert len(pd.read_parquet(out / "elements.parquet")) == 0
     assert (
         "parse: queries: 8 scored, 1 unjudged (in queries.jsonl, no judgment in "
         "qrels/test.tsv), 1 judged with no positive judgment"
