@@ -53,8 +53,9 @@ def vectors() -> dict[str, np.ndarray]:
     return {name: make_embedder(_cfg(name)).encode(texts) for name in EMBEDDERS}
 
 
-def test_conf_offers_exactly_the_four_embedders():
-    assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted(EMBEDDERS)
+def test_conf_offers_exactly_the_four_embedders_and_the_trained_one():
+    # embed=trained reads the train_embed stage's model (tests/unit/test_embed_train.py)
+    assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted([*EMBEDDERS, "trained"])
 
 
 @pytest.mark.parametrize("name", sorted(EMBEDDERS))
@@ -194,7 +195,7 @@ def test_unknown_embedder_option_lists_the_available_ones_in_one_line():
     assert "\n" not in msg
     assert msg == (
         "unknown embed option 'minilm_fp16' (embed=minilm_fp16); "
-        "available: minilm, minilm_int8, minilm_l3, wordllama"
+        "available: minilm, minilm_int8, minilm_l3, trained, wordllama"
     )
 
 

@@ -87,6 +87,12 @@ def _dataset(folder: Path, golden: Path | None = GOLDEN) -> DatasetConfig:
     )
 
 
+def _stop_forkserver() -> None:
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """The fixture documents plus one file of each bad kind, converted once."""
@@ -97,10 +103,14 @@ def run(tmp_path_factory):
         workers=2, timeout_s=TIMEOUT_S, max_bytes=MAX_BYTES, max_failure_share=0.9
     )
     os.environ[ENV_TEST_HANG], os.environ[ENV_TEST_CRASH] = "hang_me", "crash_me"
+    # the workers' forkserver keeps the environment it started with: one started by an earlier
+    # test in this process would not see the hooks, so it is stopped before and after
+    _stop_forkserver()
     try:
         entries = parser.convert([folder])
     finally:
         del os.environ[ENV_TEST_HANG], os.environ[ENV_TEST_CRASH]
+        _stop_forkserver()
     parsed = parser.assemble(entries, _dataset(folder), [folder])
     return {"folder": folder, "parser": parser, "entries": entries, "parsed": parsed}
 

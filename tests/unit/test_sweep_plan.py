@@ -137,7 +137,7 @@ def _bench_grid_keys() -> list[dict[str, str]]:
 def test_stage_graph_reads_params_and_upstream_from_dvc_yaml():
     graph = StageGraph.from_dvc_yaml(PROJECT / "dvc.yaml")
     assert graph.params["embed"] == ["embed", "runtime.threads"]
-    assert sorted(graph.upstream["embed"]) == ["chunk", "parse"]
+    assert sorted(graph.upstream["embed"]) == ["chunk", "parse", "train_embed"]
     assert sorted(graph.upstream["index"]) == ["chunk", "embed"]
     assert graph.upstream["parse"] == [] and graph.upstream["train_verifier"] == []
 
