@@ -17,18 +17,24 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from ragrig.embed import encode_queries_timed, make_embedder
+    from ragrig.embed import encode_chunks, encode_queries_timed, make_embedder
     from ragrig.io import atomic_dir, read_table, write_json, write_table
     from ragrig.progress import bar
 
     parse_dir, chunk_dir = args.inputs
     cfg = load_section("embed", args.params)
-    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    table = chunk_dir / "chunks.parquet"
+    if cfg.executor.kind == "ray":  # the texts are read by the encoder actors, window by window
+        chunks = pd.read_parquet(table, columns=["chunk_id"])
+    else:
+        chunks = read_table(table, "chunks")
     queries = read_table(parse_dir / "queries.parquet", "queries")
     passages = make_embedder(cfg, role="passage")
     # one bar over the whole stage: every chunk, then every query (encoded one at a time)
     with bar("embed", len(chunks) + len(queries), "texts") as b:
-        chunk_vecs = passages.encode(chunks["text"].tolist(), done=b.update)
+        chunk_vecs = encode_chunks(
+            cfg, passages, table, lambda: chunks["text"].tolist(), done=b.update
+        )
         query_vecs, lat = encode_queries_timed(
             passages.with_prefix(cfg.query_prefix), queries["text"].tolist(), done=b.update
         )
@@ -46,6 +52,8 @@ def main() -> None:
             out / "manifest.json",
             {
                 "method": cfg.method,
+                "window": cfg.window,
+                "executor": cfg.executor.kind,
                 **passages.fingerprint(),
                 "dim": int(chunk_vecs.shape[1]),
                 "chunks": len(chunks),

@@ -54,8 +54,11 @@ def vectors() -> dict[str, np.ndarray]:
 
 
 def test_conf_offers_exactly_the_four_embedders_and_the_trained_one():
-    # embed=trained reads the train_embed stage's model (tests/unit/test_embed_train.py)
-    assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted([*EMBEDDERS, "trained"])
+    # embed=trained reads the train_embed stage's model (tests/unit/test_embed_train.py);
+    # embed=minilm_ray is minilm over Ray Data (tests/unit/test_embed_ray.py)
+    assert sorted(p.stem for p in CONF.glob("*.yaml")) == sorted(
+        [*EMBEDDERS, "trained", "minilm_ray"]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EMBEDDERS))
@@ -195,7 +198,7 @@ def test_unknown_embedder_option_lists_the_available_ones_in_one_line():
     assert "\n" not in msg
     assert msg == (
         "unknown embed option 'minilm_fp16' (embed=minilm_fp16); "
-        "available: minilm, minilm_int8, minilm_l3, trained, wordllama"
+        "available: minilm, minilm_int8, minilm_l3, minilm_ray, trained, wordllama"
     )
 
 

@@ -50,6 +50,39 @@ class Embedder(Protocol):
         ...
 
 
+def encode_windows(
+    embedder: Embedder,
+    texts: list[str],
+    window: int,
+    done: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Encode `texts` in calls of `window` consecutive texts (0: one call over all of them).
+
+    An embedder sorts and batches the texts of one call by length, so the window fixes the
+    batches, hence the vectors to the last bit; the Ray executor encodes the same windows."""
+    if window <= 0 or len(texts) <= window:
+        return embedder.encode(texts, done=done)
+    parts = [
+        embedder.encode(texts[i : i + window], done=done) for i in range(0, len(texts), window)
+    ]
+    return np.concatenate(parts).astype(np.float32, copy=False)
+
+
+def encode_chunks(
+    cfg: Any,
+    embedder: Embedder,
+    table: Any,
+    texts: Callable[[], list[str]],
+    done: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """The chunk vectors, on the configured executor (`embed.executor.kind`)."""
+    if cfg.executor.kind == "ray":
+        from ragrig.embed.ray_data import encode_over_ray
+
+        return encode_over_ray(cfg, table, done=done)
+    return encode_windows(embedder, texts(), cfg.window, done=done)
+
+
 def encode_queries_timed(
     embedder: Embedder,
     texts: list[str],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragrig.config import Section
 
@@ -12,7 +12,41 @@ from ragrig.config import Section
 TRAINED_MODEL = "data/train_embed/model"
 
 
-class EmbedSentenceTransformers(Section):
+class EmbedExecutor(Section):
+    """Where the chunk vectors are computed. The vectors depend on `embed.window`, never on this:
+    `ray` gives the bytes `local` gives for the same window."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = Field(
+        None,
+        description="an existing Ray cluster ('auto', 'host:port', 'ray://host:10001'); "
+        "null: RAY_ADDRESS if set, else a Ray cluster started on this machine for the stage",
+    )
+    actors: int = Field(2, gt=0, description="encoder actors (each loads the model once)")
+    cpus_per_actor: int = Field(1, gt=0)
+    object_store_mb: int = Field(256, gt=0, description="object store of a local cluster")
+
+
+class EmbedCommon(Section):
+    window: int = Field(
+        0,
+        ge=0,
+        description="chunks encoded per call (length-sorted and batched inside it); "
+        "0: all of them in one call",
+    )
+    executor: EmbedExecutor = EmbedExecutor()
+
+    @model_validator(mode="after")
+    def _ray_needs_window(self):
+        if self.executor.kind == "ray" and self.window == 0:
+            raise ValueError(
+                "embed.executor.kind=ray needs embed.window > 0 (the chunks each Ray task "
+                "encodes; the local path with the same window gives the same vectors)"
+            )
+        return self
+
+
+class EmbedSentenceTransformers(EmbedCommon):
     method: Literal["sentence_transformers"] = "sentence_transformers"
     model: str = Field(
         "packaged:all-MiniLM-L6-v2",
@@ -25,7 +59,7 @@ class EmbedSentenceTransformers(Section):
     passage_prefix: str = ""
 
 
-class EmbedOnnx(Section):
+class EmbedOnnx(EmbedCommon):
     """A transformer encoder exported to ONNX, run with onnxruntime: tokenizer.json, the model's
     token embeddings, attention-masked mean pooling, L2 normalisation."""
 
@@ -45,7 +79,7 @@ class EmbedOnnx(Section):
     passage_prefix: str = ""
 
 
-class EmbedWordLlama(Section):
+class EmbedWordLlama(EmbedCommon):
     """wordllama's static token embeddings, mean-pooled (no transformer)."""
 
     method: Literal["wordllama"] = "wordllama"
