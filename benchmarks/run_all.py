@@ -43,6 +43,7 @@ BENCHMARKS = [
     "parse",
     "chunk",
     "train_embed",
+    "embed_ray",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -60,6 +61,7 @@ QUICK_ARGS = {
     "parse": ["--copies", "30"],
     "chunk": [],
     "train_embed": [],
+    "embed_ray": ["--n-docs", "1000", "--repeats", "1"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -154,6 +156,8 @@ SMOKE_ARGS = {
     "chunk": ["--methods", "document", "recursive", "hybrid"],
     # the packaged model in the trained model's place: every path runs, every delta is 0
     "train_embed": ["--model", "packaged:all-MiniLM-L6-v2"],
+    # the 20 fixture chunks in windows of 6 on two actors, against the local path
+    "embed_ray": ["--n-docs", "20", "--window", "6", "--repeats", "1"],
 }
 
 

@@ -339,3 +339,18 @@ def test_train_embed_benchmark_with_the_same_model_twice_has_zero_deltas(smoke):
         assert r["figures"]["packaged"][method] == r["figures"]["trained"][method]
         d = r["paired_deltas"][method]["ndcg@10"]
         assert d["delta"] == 0.0 and d["ci_low"] == 0.0 and d["ci_high"] == 0.0
+
+
+def test_embed_ray_benchmark_gets_the_local_vectors_over_two_actors(smoke):
+    r = _ok(smoke, "embed_ray")
+    assert r["config"] == {
+        "chunks": 20,
+        "window": 6,
+        "actors": 2,
+        "local_threads": r["config"]["local_threads"],
+        "repeats": 1,
+    }
+    assert r["identical"] is True
+    assert len(r["wall_s"]["local"]) == len(r["wall_s"]["ray"]) == 1
+    assert r["ray_over_local"] == r["passages_per_s"]["ray"] / r["passages_per_s"]["local"]
+    assert r["ray_start_s"] > 0
