@@ -9,7 +9,6 @@ shuffling; the manifest records the weights' sha256 to check it)."""
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from ragrig.embed_train import data as D
 from ragrig.finetune import weights_sha256
-from ragrig.train_split import check_disjoint, corpus_texts, mine_negatives
+from ragrig.train_split import check_disjoint, corpus_texts, mine_negatives, run_training_stage
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
@@ -107,29 +106,15 @@ def train(examples: list[D.Example], cfg: Any, out_dir: Path, threads: int = 2) 
 
 
 def run_stage(cfg: Any, dataset: Any, parse: Any, out: Path, threads: int = 2) -> dict[str, Any]:
-    """The stage body: examples from the dataset's train split, a trained model, a manifest.
-
-    Disabled, the output holds only a manifest with ``trained: false`` and the reason; embed=
-    trained refuses such a folder with that reason. Enabled on a dataset with no train split,
-    it raises one line asking for a pretrained embedder."""
-    from ragrig.io import atomic_dir, write_json
-
-    with atomic_dir(Path(out)) as tmp:
-        if not cfg.enabled:
-            manifest: dict[str, Any] = {
-                "trained": False,
-                "reason": "train_embed.enabled is false (embed=trained needs it true)",
-                "config": cfg.model_dump(),
-            }
-            write_json(tmp / MANIFEST, manifest)
-            return manifest
-        stats: dict[str, Any] = {}
-        examples, _ = load_training_examples(cfg, dataset, parse, stats)
-        manifest = {"trained": True, **stats, **train(examples, cfg, tmp, threads=threads)}
-        manifest["config"] = cfg.model_dump()
-        manifest["dataset"] = {"name": dataset.name, "train_split": cfg.split}
-        with open(tmp / EXAMPLES_FILE, "w", encoding="utf-8") as fh:
-            for rec in D.as_records(examples):
-                fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-        write_json(tmp / MANIFEST, manifest)
-    return manifest
+    """The stage body (`ragrig.train_split.run_training_stage`): examples from the dataset's
+    train split, a trained model, a manifest; disabled, a manifest saying why."""
+    return run_training_stage(
+        "train_embed",
+        "embed=trained",
+        cfg,
+        dataset,
+        lambda stats: load_training_examples(cfg, dataset, parse, stats)[0],
+        lambda examples, folder: train(examples, cfg, folder, threads=threads),
+        (EXAMPLES_FILE, D.as_records),
+        out,
+    )

@@ -7,7 +7,6 @@ initialisation and shuffling; the manifest records the weights' sha256 to check 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from ragrig.finetune import weights_sha256
 from ragrig.rerank_train import data as D
-from ragrig.train_split import corpus_texts
+from ragrig.train_split import corpus_texts, run_training_stage
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
@@ -100,29 +99,15 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
 
 
 def run_stage(cfg: Any, dataset: Any, parse: Any, out: Path, threads: int = 2) -> dict[str, Any]:
-    """The stage body: pairs from the dataset's train split, a trained model, a manifest.
-
-    Disabled, the output holds only a manifest with ``trained: false`` and the reason; the rerank
-    stage's `trained` method refuses such a folder with that reason. Enabled on a dataset with no
-    train split, it raises one line asking for a pretrained reranker or identity."""
-    from ragrig.io import atomic_dir, write_json
-
-    with atomic_dir(Path(out)) as tmp:
-        if not cfg.enabled:
-            manifest: dict[str, Any] = {
-                "trained": False,
-                "reason": "train_rerank.enabled is false (rerank=trained needs it true)",
-                "config": cfg.model_dump(),
-            }
-            write_json(tmp / MANIFEST, manifest)
-            return manifest
-        stats: dict[str, Any] = {}
-        pairs, _ = load_training_pairs(cfg, dataset, parse, stats)
-        manifest = {"trained": True, **stats, **train(pairs, cfg, tmp, threads=threads)}
-        manifest["config"] = cfg.model_dump()
-        manifest["dataset"] = {"name": dataset.name, "train_split": cfg.split}
-        with open(tmp / PAIRS_FILE, "w", encoding="utf-8") as fh:
-            for rec in D.as_records(pairs):
-                fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-        write_json(tmp / MANIFEST, manifest)
-    return manifest
+    """The stage body (`ragrig.train_split.run_training_stage`): pairs from the dataset's
+    train split, a trained model, a manifest; disabled, a manifest saying why."""
+    return run_training_stage(
+        "train_rerank",
+        "rerank=trained",
+        cfg,
+        dataset,
+        lambda stats: load_training_pairs(cfg, dataset, parse, stats)[0],
+        lambda pairs, folder: train(pairs, cfg, folder, threads=threads),
+        (PAIRS_FILE, D.as_records),
+        out,
+    )

@@ -141,3 +141,46 @@ def corpus_texts(root: Path, title_separator: str, empty_text: str) -> dict[str,
     corpus, _ = load_corpus(path, empty_text)
     docs = documents_table(BeirDataset(corpus, {}, {}, path), "train", title_separator)
     return dict(zip(docs["doc_id"], docs["content"], strict=True))
+
+
+def run_training_stage(
+    stage: str,
+    needed_by: str,
+    cfg: Any,
+    dataset: Any,
+    load: Callable[[dict[str, Any]], list[Any]],
+    train: Callable[[list[Any], Path], dict[str, Any]],
+    records: tuple[str, Callable[[list[Any]], Iterable[dict[str, Any]]]],
+    out: Path,
+) -> dict[str, Any]:
+    """The body of a stage trained on the train split (train_embed, train_rerank).
+
+    Disabled, its output holds only a manifest with ``trained: false`` and the reason, which
+    the option reading the model (`needed_by`, e.g. ``embed=trained``) repeats when it refuses
+    the folder. Enabled: `load(stats)` gives the training items (filling `stats`), `train(items,
+    folder)` writes the model and gives its figures, and the items are written one JSON record
+    per line to `records[0]`; all in one atomic output folder with `manifest.json`."""
+    import json
+
+    from ragrig.io import atomic_dir, write_json
+
+    with atomic_dir(Path(out)) as tmp:
+        if not cfg.enabled:
+            manifest: dict[str, Any] = {
+                "trained": False,
+                "reason": f"{stage}.enabled is false ({needed_by} needs it true)",
+                "config": cfg.model_dump(),
+            }
+            write_json(tmp / "manifest.json", manifest)
+            return manifest
+        stats: dict[str, Any] = {}
+        items = load(stats)
+        manifest = {"trained": True, **stats, **train(items, tmp)}
+        manifest["config"] = cfg.model_dump()
+        manifest["dataset"] = {"name": dataset.name, "train_split": cfg.split}
+        name, as_records = records
+        with open(tmp / name, "w", encoding="utf-8") as fh:
+            for rec in as_records(items):
+                fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
+        write_json(tmp / "manifest.json", manifest)
+    return manifest
