@@ -75,3 +75,21 @@ def copy_project(dest: Path) -> Path:
     sh(["git", "add", "-A"], dest)
     sh(["git", "commit", "-qm", "copy"], dest)
     return dest
+
+
+def write_tiny_stage_inputs(folder: Path):
+    """parse/queries.parquet and chunk/chunks.parquet of the tiny fixture (parse=beir,
+    chunk=document) under `folder`, as the embed stage reads them; the chunk table."""
+    from ragrig.chunk import chunk_documents, make_chunker
+    from ragrig.config import validate_section
+    from ragrig.io import write_table
+    from ragrig.parse import make_parser
+
+    ds = validate_section("dataset", {"name": "tiny", "root": str(FIXTURE), "split": "test"})
+    parsed = make_parser(validate_section("parse", {"method": "beir"})).parse(ds)
+    chunks = chunk_documents(
+        parsed.documents, make_chunker(validate_section("chunk", {"method": "document"}))
+    )
+    write_table(chunks, folder / "chunk" / "chunks.parquet", "chunks")
+    write_table(parsed.queries, folder / "parse" / "queries.parquet", "queries")
+    return chunks

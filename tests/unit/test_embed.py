@@ -18,7 +18,7 @@ import yaml
 from ragrig.config import validate_section
 from ragrig.errors import ConfigError
 
-from ..conftest import FIXTURE, PROJECT, project_env
+from ..conftest import FIXTURE, PROJECT, project_env, write_tiny_stage_inputs
 
 CONF = PROJECT / "conf" / "embed"
 EMBEDDERS = {
@@ -221,17 +221,7 @@ def test_a_sweep_over_the_four_embedders_composes_four_valid_points():
 
 @pytest.mark.parametrize("name", ["minilm_int8", "wordllama"])
 def test_embed_stage_writes_vectors_and_a_manifest_with_package_and_weights(tmp_path, name):
-    from ragrig.chunk import chunk_documents, make_chunker
-    from ragrig.io import write_table
-    from ragrig.parse import make_parser
-
-    ds = validate_section("dataset", {"name": "tiny", "root": str(FIXTURE), "split": "test"})
-    parsed = make_parser(validate_section("parse", {"method": "beir"})).parse(ds)
-    chunks = chunk_documents(
-        parsed.documents, make_chunker(validate_section("chunk", {"method": "document"}))
-    )
-    write_table(chunks, tmp_path / "chunk" / "chunks.parquet", "chunks")
-    write_table(parsed.queries, tmp_path / "parse" / "queries.parquet", "queries")
+    chunks = write_tiny_stage_inputs(tmp_path)
     raw = yaml.safe_load((CONF / f"{name}.yaml").read_text(encoding="utf-8"))
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"embed": raw, "runtime": {"threads": 1, "seed": 13}}))

@@ -87,18 +87,9 @@ def test_embed_stage_over_ray_writes_the_local_stages_bytes(tmp_path):
 
     import yaml
 
-    from ragrig.chunk import chunk_documents, make_chunker
-    from ragrig.io import write_table
-    from ragrig.parse import make_parser
-    from tests.conftest import PROJECT, project_env
+    from tests.conftest import PROJECT, project_env, write_tiny_stage_inputs
 
-    ds = validate_section("dataset", {"name": "tiny", "root": str(FIXTURE), "split": "test"})
-    parsed = make_parser(validate_section("parse", {"method": "beir"})).parse(ds)
-    chunks = chunk_documents(
-        parsed.documents, make_chunker(validate_section("chunk", {"method": "document"}))
-    )
-    write_table(chunks, tmp_path / "chunk" / "chunks.parquet", "chunks")
-    write_table(parsed.queries, tmp_path / "parse" / "queries.parquet", "queries")
+    chunks = write_tiny_stage_inputs(tmp_path)
     conf = PROJECT / "conf" / "embed"
     ray_cfg = yaml.safe_load((conf / "minilm_ray.yaml").read_text(encoding="utf-8"))
     local_cfg = yaml.safe_load((conf / "minilm.yaml").read_text(encoding="utf-8"))
