@@ -119,6 +119,7 @@ def _init(executor: Any, src: Path) -> bool:
         object_store_memory=executor.object_store_mb * 1024 * 1024,
         include_dashboard=False,
         log_to_driver=False,
+        logging_level="WARNING",
         runtime_env=runtime_env,
     )
     return True
@@ -156,7 +157,7 @@ def encode_over_ray(
                 "threads": min(threads, ex.cpus_per_actor),
             },
             batch_size=1,
-            concurrency=ex.actors,
+            compute=ray.data.ActorPoolStrategy(size=ex.actors),
             num_cpus=ex.cpus_per_actor,
         )
         out: np.ndarray | None = None
