@@ -54,19 +54,42 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri[len(prefix) :]).resolve()
 
 
-def artifact_location(uri: str) -> str | None:
-    """Where a new experiment keeps its artifacts: `<store folder>/mlartifacts` (absolute) for a
-    local sqlite store. Never the working directory: during `dvc exp run --temp` or a queued
-    experiment that is DVC's temporary copy, deleted afterwards. None (the server's default
-    artifact root) for a tracking server."""
+def artifact_location(uri: str, configured: str | None = None) -> str | None:
+    """Where a new experiment keeps its artifacts: the configured location (e.g.
+    `s3://bucket/prefix`), else `<store folder>/mlartifacts` (absolute) for a local sqlite store.
+    Never the working directory: during `dvc exp run --temp` or a queued experiment that is
+    DVC's temporary copy, deleted afterwards. None (the server's default artifact root) for a
+    tracking server or database without a configured location."""
+    if configured:
+        return configured
     db = sqlite_path(uri)
     return (db.parent / "mlartifacts").as_uri() if db is not None else None
+
+
+def configure(mlflow_cfg: Any, cwd: Path) -> str:
+    """The tracking URI of a `report.mlflow` config (mapping or MlflowConfig), with its S3
+    endpoint and password variable applied to the environment, checked reachable (PostgreSQL,
+    a tracking server, the S3 bucket) in seconds, before any work."""
+    from ragrig.report.stores import apply_environment, preflight
+
+    get = mlflow_cfg.get if isinstance(mlflow_cfg, dict) else lambda k: getattr(mlflow_cfg, k)
+    apply_environment(mlflow_cfg)
+    uri = tracking_uri(get("tracking_uri"), cwd)
+    preflight(uri, get("artifact_location"), int(get("connect_timeout_s") or 5))
+    return uri
 
 
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
     """Serialise store creation between processes: two processes opening a not-yet-created
-    sqlite store race on its schema (`table ... already exists`)."""
+    sqlite store race on its schema (`table ... already exists`); on PostgreSQL the same
+    holds for MLflow's schema migrations and for creating the experiment (an advisory lock)."""
+    from ragrig.report.stores import is_postgres, pg_advisory_lock
+
+    if is_postgres(uri):
+        with pg_advisory_lock(uri, "ragrig-mlflow-store"):
+            yield
+        return
     db = sqlite_path(uri)
     if db is None:
         yield
@@ -104,10 +127,13 @@ TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 
 
-def ensure_experiment(uri: str, experiment: str, client: Any = None) -> str:
+def ensure_experiment(
+    uri: str, experiment: str, client: Any = None, artifacts: str | None = None
+) -> str:
     """Create the store (schema) and the experiment once, with an absolute artifact location
-    and the model-development kind (also set on an existing experiment that lacks it); return
-    the experiment id. Safe to call from parallel processes."""
+    (`artifacts`, e.g. s3://bucket/prefix, when configured) and the model-development kind
+    (also set on an existing experiment that lacks it); return the experiment id. Safe to call
+    from parallel processes."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
@@ -117,7 +143,7 @@ def ensure_experiment(uri: str, experiment: str, client: Any = None) -> str:
         if found is None:
             return client.create_experiment(
                 experiment,
-                artifact_location=artifact_location(uri),
+                artifact_location=artifact_location(uri, artifacts),
                 tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
             )
         if found.tags.get(TAG_EXPERIMENT_KIND) != EXPERIMENT_KIND:
@@ -214,6 +240,7 @@ def log_run(
     *,
     answers: Any = None,
     environ: dict[str, str] | None = None,
+    artifacts_location: str | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
     artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
@@ -221,10 +248,12 @@ def log_run(
     contents = build_contents(
         params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ
     )
-    return log_contents(uri, experiment, contents)
+    return log_contents(uri, experiment, contents, artifacts_location)
 
 
-def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
+def log_contents(
+    uri: str, experiment: str, contents: RunContents, artifacts_location: str | None = None
+) -> str:
     """One run in few store calls: create (name and tags), one batch of params and metrics,
     one folder of artifacts, end."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -236,7 +265,7 @@ def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
 
     with store_lock(uri):  # opening a store that does not exist yet creates its schema
         client = MlflowClient(tracking_uri=uri)
-    experiment_id = ensure_experiment(uri, experiment, client)
+    experiment_id = ensure_experiment(uri, experiment, client, artifacts_location)
     fail_abandoned_runs(uri, experiment_id, client)
     tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
     run_id = None
