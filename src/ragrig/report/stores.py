@@ -137,9 +137,11 @@ def check_postgres(uri: str, timeout_s: int = 5) -> None:
         reason = _pg_reason(str(exc), target)
         low = reason.lower()
         if not any(w in low for w in ("password", "database", "role")):
+            reason = reason.split(" failed: ", 1)[-1].split(" Is the server running")[0]
             reason = (
-                f"cannot reach PostgreSQL at {target.where} within {timeout_s} s ({reason}); "
-                "is the server running? (make postgres starts a local one)"
+                f"cannot reach PostgreSQL at {target.where} ({reason.rstrip('. ')}; "
+                f"connect timeout {timeout_s} s); is the server running? (make postgres starts "
+                "a local one)"
             )
         line = f"MLflow tracking store {redact(uri)}: {reason}"
         if secret:
