@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import requests
 from ragrig import ui
 from ragrig.errors import ServiceError
 from ragrig.metrics.aggregate import flatten
-from ragrig.report.stores import preflight
+from ragrig.report.stores import preflight, sqlalchemy_uri
 from ragrig.report.tracking import configure
 
 from .conftest import copy_project, project_env, sh
@@ -218,6 +219,15 @@ WRITER = textwrap.dedent(
 )
 
 
+def _failures(procs: list, outs: list) -> list[str]:
+    """The error lines of the writers that failed (tracebacks are long)."""
+    return [
+        " | ".join(ln for ln in err.splitlines() if "Error" in ln or "error" in ln)[-1500:]
+        for p, (_, err) in zip(procs, outs, strict=True)
+        if p.returncode != 0
+    ]
+
+
 def _search(url: str, exp_id: str) -> list[dict]:
     runs, token = [], None
     while True:
@@ -276,8 +286,8 @@ def test_concurrent_writers_through_one_server_lose_nothing(server, s3, tmp_path
         for w in range(n_workers)
     ]
     outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    logged = {line for out, _ in outs for line in out.split()}
+    assert all(p.returncode == 0 for p in procs), _failures(procs, outs)
+    logged = {w for out, _ in outs for w in out.split() if re.fullmatch(r"[0-9a-f]{32}", w)}
     assert len(logged) == n_workers * n_runs
 
     exp = requests.get(
@@ -325,14 +335,14 @@ def test_concurrent_writers_create_one_new_postgres_store(postgres, tmp_path):  
         for w in range(n_workers)
     ]
     outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    assert all(p.returncode == 0 for p in procs), _failures(procs, outs)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     old = os.environ.get("PGPASSWORD")
     os.environ["PGPASSWORD"] = postgres.password
     try:
-        client = MlflowClient(tracking_uri=uri)
+        client = MlflowClient(tracking_uri=sqlalchemy_uri(uri))
         (exp,) = [e for e in client.search_experiments() if e.name == "concurrent"]
         runs = client.search_runs([exp.experiment_id], max_results=1000)
     finally:

@@ -34,6 +34,9 @@ def start(
     MLFLOW_S3_ENDPOINT_URL: credentials never go on its command line)."""
     import requests
 
+    from ragrig.report.stores import sqlalchemy_uri
+
+    backend_uri = sqlalchemy_uri(backend_uri)
     state = _state_file(root)
     if state.exists():
         info = json.loads(state.read_text())

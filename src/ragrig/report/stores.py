@@ -29,6 +29,15 @@ def is_postgres(uri: str) -> bool:
     return uri.split(":", 1)[0].split("+", 1)[0] in PG_SCHEMES
 
 
+def sqlalchemy_uri(uri: str) -> str:
+    """A PostgreSQL URI with its driver named: SQLAlchemy 2.1 reads a bare `postgresql://` as
+    psycopg 3, which is not installed; ragrig ships psycopg2 (`postgresql+psycopg2://`)."""
+    scheme, sep, rest = uri.partition("://")
+    if sep and scheme in PG_SCHEMES:
+        return f"postgresql+psycopg2://{rest}"
+    return uri
+
+
 def uri_password(uri: str) -> str | None:
     """The password written into a URI (`scheme://user:secret@host`), else None."""
     try:

@@ -32,11 +32,14 @@ ENV_URI = "RAGRIG_MLFLOW_URI"
 
 
 def tracking_uri(configured: str | None, cwd: Path) -> str:
-    """Configured URI, else $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db (absolute)."""
+    """Configured URI, else $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db (absolute).
+    A PostgreSQL URI gets its driver named (postgresql+psycopg2://)."""
+    from ragrig.report.stores import sqlalchemy_uri
+
     if configured:
-        return configured
+        return sqlalchemy_uri(configured)
     if os.environ.get(ENV_URI):
-        return os.environ[ENV_URI]
+        return sqlalchemy_uri(os.environ[ENV_URI])
     return f"sqlite:///{project_root(cwd) / 'mlflow.db'}"
 
 
@@ -137,15 +140,25 @@ def ensure_experiment(
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
+    from ragrig.report.stores import sqlalchemy_uri
+
+    uri = sqlalchemy_uri(uri)
     with store_lock(uri):
         client = client or MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:
-            return client.create_experiment(
-                experiment,
-                artifact_location=artifact_location(uri, artifacts),
-                tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
-            )
+            try:
+                return client.create_experiment(
+                    experiment,
+                    artifact_location=artifact_location(uri, artifacts),
+                    tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
+                )
+            except Exception:
+                # through a tracking server no lock spans processes: another one created it
+                # between the lookup and the creation (the server answers with its error)
+                found = client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
         if found.tags.get(TAG_EXPERIMENT_KIND) != EXPERIMENT_KIND:
             client.set_experiment_tag(found.experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND)
         return found.experiment_id
@@ -198,19 +211,36 @@ def _sigterm_raises() -> Iterator[None]:
 def update_view(client: Any, experiment_id: str, contents: RunContents) -> None:
     """Write the runs-table views this run belongs to (default columns: headline metrics and the
     swept or changed params), keeping the param columns earlier runs added; a tag is written
-    only when it changes."""
-    with store_lock(client.tracking_uri):
-        tags = client.get_experiment(experiment_id).tags
-        for key in contents.view_keys:
-            tag = VIEW_TAG_PREFIX + key
-            current = tags.get(tag)
-            try:
-                previous = json.loads(current) if current else None
-            except json.JSONDecodeError:
-                previous = None
-            value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
-            if value != current:
-                client.set_experiment_tag(experiment_id, tag, value)
+    only when it changes. Through a tracking server (no lock across processes) two runs writing
+    the same tag at once can collide (the store inserts it twice): read again and retry."""
+    import time
+
+    for attempt in range(VIEW_ATTEMPTS):
+        try:
+            with store_lock(client.tracking_uri):
+                _write_views(client, experiment_id, contents)
+            return
+        except Exception:
+            if attempt == VIEW_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+VIEW_ATTEMPTS = 5
+
+
+def _write_views(client: Any, experiment_id: str, contents: RunContents) -> None:
+    tags = client.get_experiment(experiment_id).tags
+    for key in contents.view_keys:
+        tag = VIEW_TAG_PREFIX + key
+        current = tags.get(tag)
+        try:
+            previous = json.loads(current) if current else None
+        except json.JSONDecodeError:
+            previous = None
+        value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
+        if value != current:
+            client.set_experiment_tag(experiment_id, tag, value)
 
 
 def runs_table_url(base_url: str, experiment_id: str, view_key: str = DEFAULT_VIEW) -> str:
@@ -262,6 +292,10 @@ def log_contents(
 
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
+
+    from ragrig.report.stores import sqlalchemy_uri
+
+    uri = sqlalchemy_uri(uri)
 
     with store_lock(uri):  # opening a store that does not exist yet creates its schema
         client = MlflowClient(tracking_uri=uri)
