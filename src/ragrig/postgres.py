@@ -295,8 +295,11 @@ def cmd_postgres(args: argparse.Namespace) -> int:
     print(f"PostgreSQL on {cluster.host}:{cluster.port} (data {rel}, log {rel}/server.log)")
     print(f"tracking URI: {uri}")
     print(f"password:     export PGPASSWORD=$(cat {os.path.relpath(pass_file, Path.cwd())})")
-    print(f"select it:    {store}  (artifacts: report.mlflow.artifact_location, S3 credentials")
-    print("              from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, MLFLOW_S3_ENDPOINT_URL)")
+    print(f"select it:    {store}  (conf/ overrides)")
+    print(
+        "artifacts:    report.mlflow.artifact_location (s3://...), S3 credentials from "
+        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, endpoint from MLFLOW_S3_ENDPOINT_URL"
+    )
     print(f'e.g.          make sweep ARGS="{store} retrieve.ef_search=32,64"')
     print(f'              make ui ARGS="{store}"')
     print("stop:         make postgres-stop")
