@@ -321,12 +321,17 @@ def test_concurrent_writers_create_one_new_postgres_store(postgres, tmp_path):  
     n_workers, n_runs, n_metrics = 6, 2, 25
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
+    # the writers run where DVC runs a point: a temporary copy inside the project
+    project = tmp_path / "proj"
+    copy = project / ".dvc" / "tmp" / "exps" / "standalone" / "tmpabc"
+    copy.mkdir(parents=True)
     env = project_env(postgres.env)
     start_at = time.time() + 10
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), uri, str(w), str(n_runs), str(n_metrics)]
             + [str(start_at), str(tmp_path)],
+            cwd=copy,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -351,9 +356,14 @@ def test_concurrent_writers_create_one_new_postgres_store(postgres, tmp_path):  
         else:
             os.environ["PGPASSWORD"] = old
     assert len(runs) == n_workers * n_runs
+    # artifacts beside the project, not in the temporary copy (MLflow's default: ./mlruns)
+    assert exp.artifact_location == (project / "mlartifacts").as_uri()
+    assert not (copy / "mlruns").exists()
     for run in runs:
         w, r = int(run.data.tags["worker"]), int(run.data.tags["run"])
         assert run.info.status == "FINISHED"
+        art = project / "mlartifacts" / run.info.run_id / "artifacts" / f"worker{w}.txt"
+        assert art.read_text() == f"artifact of worker {w}\n"
         assert run.data.metrics == {
             f"m/{k}": float(w * 1000 + r * 100 + k) for k in range(n_metrics)
         }

@@ -62,11 +62,16 @@ def artifact_location(uri: str, configured: str | None = None) -> str | None:
     `s3://bucket/prefix`), else `<store folder>/mlartifacts` (absolute) for a local sqlite store.
     Never the working directory: during `dvc exp run --temp` or a queued experiment that is
     DVC's temporary copy, deleted afterwards. None (the server's default artifact root) for a
-    tracking server or database without a configured location."""
+    tracking server; for another database (PostgreSQL) without one, `<project>/mlartifacts`
+    (MLflow's own default there is ./mlruns under the working directory)."""
     if configured:
         return configured
     db = sqlite_path(uri)
-    return (db.parent / "mlartifacts").as_uri() if db is not None else None
+    if db is not None:
+        return (db.parent / "mlartifacts").as_uri()
+    if uri.startswith(("http://", "https://")):
+        return None
+    return (project_root(Path.cwd()) / "mlartifacts").as_uri()
 
 
 def configure(mlflow_cfg: Any, cwd: Path) -> str:
