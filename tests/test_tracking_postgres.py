@@ -88,7 +88,7 @@ def test_password_from_a_named_variable(postgres, monkeypatch):  # noqa: F811
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.setenv("TEAM_PG_SECRET", postgres.password)
     cfg = {"tracking_uri": postgres.uri, "password_env": "TEAM_PG_SECRET"}
-    assert configure(cfg, Path.cwd()) == postgres.uri
+    assert configure(cfg, Path.cwd()) == sqlalchemy_uri(postgres.uri)
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.delenv("TEAM_PG_SECRET")
     with pytest.raises(
@@ -131,6 +131,31 @@ def test_s3_artifact_location_problems_are_named(s3, monkeypatch):  # noqa: F811
         preflight("sqlite:///x.db", "s3://bucket/mlflow", timeout_s=2)
     assert time.monotonic() - started < 15
     assert dead in str(err.value) and "cannot reach the endpoint" in str(err.value)
+
+
+def test_store_uris_and_artifact_locations(tmp_path, monkeypatch):
+    from ragrig.report.mlflow_run import params_hash
+    from ragrig.report.stores import redact
+    from ragrig.report.tracking import artifact_location, tracking_uri
+
+    pg = "postgresql://ragrig@db.example:5433/ragrig"
+    assert tracking_uri(pg, tmp_path) == "postgresql+psycopg2://ragrig@db.example:5433/ragrig"
+    assert sqlalchemy_uri("postgresql+psycopg2://u@h/d") == "postgresql+psycopg2://u@h/d"
+    assert sqlalchemy_uri("sqlite:///x.db") == "sqlite:///x.db"
+    assert redact("postgresql://u:pw@h:1/d") == "postgresql://u:***@h:1/d"
+    # from inside DVC's temporary copy: beside the project, never the copy's ./mlruns
+    copy = tmp_path / "proj" / ".dvc" / "tmp" / "exps" / "standalone" / "tmpx"
+    copy.mkdir(parents=True)
+    monkeypatch.chdir(copy)
+    expected = (tmp_path / "proj" / "mlartifacts").resolve().as_uri()
+    assert artifact_location(sqlalchemy_uri(pg)) == expected
+    assert artifact_location(pg, "s3://b/p") == "s3://b/p"
+    assert artifact_location("http://127.0.0.1:5000") is None
+    # the run's identity leaves out where it is logged
+    base = {"report": {"k_values": [10], "mlflow": {"tracking_uri": None}}, "x": 1}
+    moved = {"report": {"k_values": [10], "mlflow": {"tracking_uri": pg}}, "x": 1}
+    other = {"report": {"k_values": [5], "mlflow": {"tracking_uri": None}}, "x": 1}
+    assert params_hash(base) == params_hash(moved) != params_hash(other)
 
 
 # --- a project copy on the tiny fixture --------------------------------------------------------
