@@ -94,7 +94,7 @@ queue: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
 
 ui: $(STAMP)
-	$(BIN)/python -m ragrig.cli ui start $(ARGS) --port $(PORT)
+	$(BIN)/python -m ragrig.cli ui start $(strip $(ARGS) --port $(PORT))
 
 ui-stop: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui stop

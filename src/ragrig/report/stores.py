@@ -153,7 +153,7 @@ def check_postgres(uri: str, timeout_s: int = 5) -> None:
                 "a local one)"
             )
         line = f"MLflow tracking store {redact(uri)}: {reason}"
-        if secret:
+        if secret and len(secret) >= 4:  # libpq does not echo it; never let it through
             line = line.replace(secret, "***")
         raise ServiceError(line) from None
     conn.close()
