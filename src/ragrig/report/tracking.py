@@ -78,9 +78,11 @@ def configure(mlflow_cfg: Any, cwd: Path) -> str:
     """The tracking URI of a `report.mlflow` config (mapping or MlflowConfig), with its S3
     endpoint and password variable applied to the environment, checked reachable (PostgreSQL,
     a tracking server, the S3 bucket) in seconds, before any work."""
+    from collections.abc import Mapping
+
     from ragrig.report.stores import apply_environment, preflight
 
-    get = mlflow_cfg.get if isinstance(mlflow_cfg, dict) else lambda k: getattr(mlflow_cfg, k)
+    get = mlflow_cfg.get if isinstance(mlflow_cfg, Mapping) else lambda k: getattr(mlflow_cfg, k)
     apply_environment(mlflow_cfg)
     uri = tracking_uri(get("tracking_uri"), cwd)
     preflight(uri, get("artifact_location"), int(get("connect_timeout_s") or 5))
