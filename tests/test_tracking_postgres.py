@@ -105,6 +105,31 @@ def test_missing_database_says_so(postgres, monkeypatch):  # noqa: F811
     assert f"database 'no_such_db' does not exist on 127.0.0.1:{postgres.port}" in str(err.value)
 
 
+def test_local_server_on_a_taken_port_says_so(postgres, tmp_path):  # noqa: F811
+    """`make postgres PG_PORT=<a port in use>`: one error naming the port and the reason."""
+    import socket
+    import tempfile
+
+    from ragrig.postgres import Cluster
+
+    base = Path(tempfile.mkdtemp(prefix="ragrig-pg-taken-"))
+    base.chmod(0o755)
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            cluster = Cluster(base / "data", port, "admin-pw", bindir=postgres.cluster.bindir)
+            cluster.init(fast=True)
+            with pytest.raises(ServiceError) as err:
+                cluster.start(fast=True)
+        msg = str(err.value)
+        assert f"127.0.0.1:{port}" in msg and "Address already in use" in msg
+        assert "\n" not in msg and not cluster.running()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_password_in_the_uri_is_refused_without_echoing_it():
     from ragrig.errors import ConfigError
     from ragrig.params import compose, validate_composition

@@ -184,7 +184,8 @@ class Cluster:
             lines = self.log.read_text(errors="replace").strip().splitlines()
         except OSError:
             return "no log"
-        return " | ".join(lines[-3:])
+        why = [ln for ln in lines if re.search(r"FATAL|ERROR|could not bind|in use", ln)]
+        return " | ".join((why or lines)[-3:])
 
     def stop(self) -> bool:
         """Stop the server (fast shutdown); False when it was not running."""
