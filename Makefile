@@ -1,6 +1,7 @@
 # ragrig: two commands on a fresh clone.
 #   make repro   set up, fetch/verify data, run the default experiment, print the summary
-#   make test    set up, install headless chromium if missing (make browser), run the test suite
+#   make test    set up, install headless chromium and PostgreSQL if missing (make browser,
+#                pg-server), run the test suite
 # Every documented command has a make form, so nothing needs the venv activated (dvc, mlflow
 # live in .venv/bin): make smoke | exp ARGS="-S k=v" | sweep ARGS="k=a,b" | queue ARGS="k=a,b" JOBS=2
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ PORT ?= 5000
 JOBS ?= 2
 
 .PHONY: setup repro test test-slow bench sweep sweep-chunk sweep-hnsw sweep-models exp smoke queue ui \
-	ui-stop lint params calibrate gate exp-show metrics-diff browser
+	ui-stop lint params calibrate gate exp-show metrics-diff browser postgres postgres-stop pg-server
 
 setup: $(STAMP)
 
@@ -43,7 +44,7 @@ repro: $(STAMP) .dvc/config
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
 
-test: $(STAMP) browser
+test: $(STAMP) browser pg-server
 	$(BIN)/python -m pytest -q
 
 # Headless Chromium for the HTML scorecard test (tests/test_html_chromium.py): Debian's package,
@@ -93,7 +94,7 @@ queue: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
 
 ui: $(STAMP)
-	$(BIN)/python -m ragrig.cli ui start --port $(PORT)
+	$(BIN)/python -m ragrig.cli ui start $(strip $(ARGS) --port $(PORT))
 
 ui-stop: $(STAMP)
 	$(BIN)/python -m ragrig.cli ui stop
@@ -123,3 +124,24 @@ metrics-diff: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# MLflow for a team (README): a local PostgreSQL in .ragrig/postgres on 127.0.0.1:$(PG_PORT) with
+# role and database `ragrig` (password: $PGPASSWORD, else generated into .ragrig/postgres.pass);
+# prints the tracking URI. Installs Debian's postgresql first when missing (make pg-server).
+PG_PORT ?= 5433
+postgres: $(STAMP) pg-server
+	$(BIN)/python -m ragrig.cli postgres start --port $(PG_PORT)
+
+postgres-stop: $(STAMP)
+	$(BIN)/python -m ragrig.cli postgres stop --port $(PG_PORT)
+
+# Debian's PostgreSQL server binaries (initdb, pg_ctl) for make postgres and the tracking tests,
+# installed with apt-get (as root) when missing, as make browser installs chromium.
+pg-server:
+	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make pg-server: PostgreSQL's initdb is missing and cannot be installed here (needs root and apt-get): install Debian's postgresql package" >&2; exit 1; fi; \
+	echo "make pg-server: installing Debian's postgresql package (apt-get)"; \
+	(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql) >/tmp/ragrig-postgresql-install.log 2>&1 \
+	  || { tail -20 /tmp/ragrig-postgresql-install.log >&2; echo "make pg-server: apt-get could not install postgresql (log: /tmp/ragrig-postgresql-install.log)" >&2; exit 1; }; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "make pg-server: apt-get ran but initdb is still missing" >&2; exit 1; }

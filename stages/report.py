@@ -28,13 +28,16 @@ def main() -> None:
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
-    from ragrig.report.tracking import log_run, preload, tracking_uri
+    from ragrig.report.tracking import configure, log_run, preload
     from ragrig.report.views import run_tables, write_views
 
     parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
     cfg = load_section("report", args.params)
+    uri = None
     if cfg.mlflow.enabled:
         preload()
+        # the store and artifact bucket reachable, before the report computes (seconds)
+        uri = configure(cfg.mlflow, Path.cwd())
     ann_path = retrieve_dir / "ann_recall.parquet"
     manifest = read_json(retrieve_dir / "manifest.json")
     inputs = ReportInputs(
@@ -87,8 +90,7 @@ def main() -> None:
             report.metrics, args.html, per_query=report.per_query, params=params, seed=seed
         )
     print(summary)
-    if cfg.mlflow.enabled:
-        uri = tracking_uri(cfg.mlflow.tracking_uri, Path.cwd())
+    if uri is not None:
         started = time.perf_counter()
         run_id = log_run(
             uri,
@@ -110,6 +112,7 @@ def main() -> None:
             answers=answers_table(
                 inputs.queries, inputs.generations, inputs.judgments, report.scorecard
             ),
+            artifacts_location=cfg.mlflow.artifact_location,
         )
         waited = time.perf_counter() - started
         print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")

@@ -31,6 +31,9 @@ SECTION_READERS = {"load_section", "validate_section", "section_schema"}
 # Stages that read the whole params file only to record it (MLflow params, the summary header),
 # not to compute: they declare only the sections that change their results.
 RECORDS_ALL_PARAMS = {"report"}
+# Keys of a section that say where a stage records its results, not what they are (the MLflow
+# store): the stage lists every other key of its section, so changing these reruns nothing.
+RECORDING_ONLY = {"report": {"mlflow"}}
 
 
 def _dvc() -> dict:
@@ -249,9 +252,22 @@ def test_declared_code_deps_are_the_import_closure(name):
     assert wrapper in declared, f"{name}: its own wrapper is not a dependency"
 
 
+def _as_sections(declared: set[str]) -> set[str]:
+    """A section listed key by key, all keys but its recording-only ones, counts as the
+    section; listing only some of them (a key added to conf/ and not to dvc.yaml) does not."""
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    out = set(declared)
+    for section, skip in RECORDING_ONLY.items():
+        listed = {d for d in declared if d.startswith(section + ".")}
+        expected = {f"{section}.{k}" for k in params[section] if k not in skip}
+        if listed == expected:
+            out = (out - listed) | {section}
+    return out
+
+
 @pytest.mark.parametrize("name", STAGE_NAMES)
 def test_declared_params_are_what_the_stage_reads(name):
-    declared = set(_dvc()["stages"][name].get("params", []))
+    declared = _as_sections(set(_dvc()["stages"][name].get("params", [])))
     read = params_read(STAGES_DIR / f"{name}.py")
     assert declared == read, f"{name}: dvc.yaml params {sorted(declared)}, reads {sorted(read)}"
     # a stage that does not use the seed must not depend on it (changing it would rerun it)
@@ -319,3 +335,22 @@ def test_compare_flags_both_directions():
         "src/ragrig/metrics/ingestion.py",
     ]
     assert "src/ragrig/io.py" in missing and "src/ragrig/judge/overlap.py" not in missing
+
+
+def test_no_stage_depends_on_where_runs_are_logged():
+    """Another MLflow store (report.mlflow: sqlite, PostgreSQL, S3 artifacts) changes no stage's
+    parameters, so no stage reruns; any other report key still reruns the report."""
+    from ragrig.sweep.plan import StageGraph, stage_keys
+
+    graph = StageGraph.from_dvc_yaml(PROJECT / "dvc.yaml")
+    cfg = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    declared = {p for st in _dvc()["stages"].values() for p in st.get("params", [])}
+    assert not {p for p in declared if p == "report" or p.startswith("report.mlflow")}
+    team = yaml.safe_load((PROJECT / "conf/report/mlflow/team.yaml").read_text())
+    other = {**cfg, "report": {**cfg["report"], "mlflow": team}}
+    assert team["tracking_uri"].startswith("postgresql://") and other != cfg
+    assert stage_keys(other, graph) == stage_keys(cfg, graph)
+    seeded = {**cfg, "report": {**cfg["report"], "bootstrap_resamples": 7}}
+    changed = stage_keys(seeded, graph)
+    base = stage_keys(cfg, graph)
+    assert [s for s in base if base[s] != changed[s]] == ["report"]

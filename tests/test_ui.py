@@ -139,3 +139,23 @@ def test_make_ui_takes_a_port() -> None:
         check=True,
     ).stdout
     assert "ragrig.cli ui start --port 5123" in out
+
+
+def test_make_ui_takes_the_store_overrides() -> None:
+    """`make ui ARGS="report/mlflow=team"`: the overrides reach `ragrig ui start` before its
+    options (argparse reads positionals after the action only there)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "ui", "PORT=5123", "ARGS=report/mlflow=team"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "ragrig.cli ui start report/mlflow=team --port 5123" in out
+    from ragrig.cli import build_parser
+
+    ns = build_parser().parse_args(["ui", "start", "report/mlflow=team", "--port", "5123"])
+    assert ns.overrides == ["report/mlflow=team"] and ns.port == 5123

@@ -142,13 +142,29 @@ def experiment_table_url(url: str, root: Path) -> str | None:
     return runs_table_url(url, reply.json()["experiment"]["experiment_id"])
 
 
+def ui_store(root: Path, overrides: list[str]) -> tuple[str, str | None]:
+    """The tracking URI and artifact location of report.mlflow: params.yaml's, or conf/
+    composed with `overrides` (`report/mlflow=team`), checked reachable (one line if not)."""
+    from ragrig.config import load_params
+    from ragrig.params import compose
+    from ragrig.report.tracking import configure
+
+    if overrides:
+        cfg = compose(root / "conf", overrides)
+    else:
+        params = root / "params.yaml"
+        cfg = load_params(params) if params.exists() else {}
+    mlflow_cfg = (cfg.get("report") or {}).get("mlflow") or {}
+    return configure(mlflow_cfg, root), mlflow_cfg.get("artifact_location")
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from ragrig import ui
-    from ragrig.report.tracking import tracking_uri
 
     root = _root()
     if args.action == "start":
-        info = ui.start(root, tracking_uri(None, root), port=args.port)
+        uri, artifacts = ui_store(root, args.overrides)
+        info = ui.start(root, uri, port=args.port, artifacts=artifacts)
         print(f"MLflow UI at {info['url']} (pid {info['pid']}); stop with `make ui-stop`")
         table = experiment_table_url(info["url"], root)
         if table:
@@ -248,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     pu = sub.add_parser("ui", help="start or stop the MLflow UI over the project's store")
     pu.add_argument("action", choices=["start", "stop"])
     pu.add_argument("--port", type=int, default=5000)
+    pu.add_argument(
+        "overrides", nargs="*", help="conf/ overrides choosing the store, e.g. report/mlflow=team"
+    )
     pu.set_defaults(func=cmd_ui)
     pc = sub.add_parser(
         "calibrate", help="measure the judges against MTRAG's human faithfulness ratings"

@@ -32,6 +32,19 @@ def add_parsers(sub: Any) -> None:
     add_compare(sub)
     add_tune_first_stage(sub)
     add_ingest_fidelity(sub)
+    add_postgres(sub)
+
+
+def add_postgres(sub: Any) -> None:
+    p = sub.add_parser(
+        "postgres",
+        help="start/stop a local PostgreSQL (.ragrig/postgres) for MLflow's tracking store",
+    )
+    p.add_argument("action", choices=["start", "stop"])
+    p.add_argument("--port", type=int, default=5433)
+    p.add_argument("--user", default="ragrig")
+    p.add_argument("--db", default="ragrig")
+    p.set_defaults(func=_lazy("ragrig.postgres", "cmd_postgres"))
 
 
 def add_ingest_fidelity(sub: Any) -> None:

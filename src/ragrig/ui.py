@@ -20,11 +20,23 @@ def _state_file(root: Path) -> Path:
 
 
 def start(
-    root: Path, backend_uri: str, host: str = "127.0.0.1", port: int = 5000, timeout: float = 90.0
+    root: Path,
+    backend_uri: str,
+    host: str = "127.0.0.1",
+    port: int = 5000,
+    timeout: float = 90.0,
+    artifacts: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict:
-    """Start the server in its own session (process group) and wait until its REST API answers."""
+    """Start the server in its own session (process group) and wait until its REST API answers.
+    `artifacts`: where runs logged through it keep their artifacts (e.g. s3://bucket/prefix;
+    default <root>/mlartifacts); `env`: added to its environment (PGPASSWORD, AWS_*,
+    MLFLOW_S3_ENDPOINT_URL: credentials never go on its command line)."""
     import requests
 
+    from ragrig.report.stores import sqlalchemy_uri
+
+    backend_uri = sqlalchemy_uri(backend_uri)
     state = _state_file(root)
     if state.exists():
         info = json.loads(state.read_text())
@@ -33,8 +45,8 @@ def start(
         state.unlink()
     state.parent.mkdir(parents=True, exist_ok=True)
     _check_port_free(host, port)
-    artifacts = root / "mlartifacts"
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    artifacts = artifacts or str(root / "mlartifacts")
+    env = {**os.environ, **(env or {}), "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
     with open(root / ".ragrig" / "mlflow_server.log", "ab") as log:  # the child keeps its own copy
         proc = subprocess.Popen(
             [
@@ -49,7 +61,7 @@ def start(
                 "--backend-store-uri",
                 backend_uri,
                 "--artifacts-destination",
-                str(artifacts),
+                artifacts,
                 "--workers",
                 "1",
             ],
@@ -61,14 +73,13 @@ def start(
         )
     url = f"http://{host}:{port}"
     info = {"pid": proc.pid, "pgid": os.getpgid(proc.pid), "url": url, "backend_uri": backend_uri}
+    log_path = root / ".ragrig" / "mlflow_server.log"
     state.write_text(json.dumps(info))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             state.unlink(missing_ok=True)
-            raise ServiceError(
-                f"mlflow server exited with code {proc.returncode}; see .ragrig/mlflow_server.log"
-            )
+            raise ServiceError(f"mlflow server exited with code {proc.returncode}; see {log_path}")
         try:
             if requests.get(f"{url}/health", timeout=2).status_code == 200:
                 return info

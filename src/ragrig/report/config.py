@@ -17,11 +17,35 @@ class Price(Section):
 
 
 class MlflowConfig(Section):
+    """Where the report's run is logged (conf/report/mlflow/: `local` sqlite, `team` PostgreSQL
+    and S3). Not a dependency of any stage: changing the store reruns nothing."""
+
     enabled: bool = True
     tracking_uri: str | None = Field(
-        None, description="null: $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db"
+        None,
+        description="null: $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db; "
+        "postgresql://user@host:port/db (password from the environment, never here), "
+        "http://host:port (an mlflow server)",
     )
     experiment: str = "ragrig"
+    artifact_location: str | None = Field(
+        None,
+        description="where a new experiment keeps its artifacts, e.g. s3://bucket/prefix; "
+        "null: <project>/mlartifacts for sqlite, the server's default otherwise",
+    )
+    s3_endpoint_url: str | None = Field(
+        None,
+        description="S3-compatible endpoint of the artifacts (MLFLOW_S3_ENDPOINT_URL, which "
+        "wins when set); null: $MLFLOW_S3_ENDPOINT_URL or AWS",
+    )
+    password_env: str | None = Field(
+        None,
+        description="environment variable holding the PostgreSQL password; null: libpq's "
+        "own (PGPASSWORD, ~/.pgpass or PGPASSFILE)",
+    )
+    connect_timeout_s: int = Field(
+        5, gt=0, description="preflight: seconds to reach the store before giving up"
+    )
 
 
 class SliceConfig(Section):

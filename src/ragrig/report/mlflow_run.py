@@ -61,6 +61,11 @@ class RunContents:
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
+    """The configuration's identity, leaving out report.mlflow (where its run is logged): the
+    same point logged from two machines spelling the store differently has one hash."""
+    report = params.get("report")
+    if isinstance(report, Mapping) and "mlflow" in report:
+        params = {**params, "report": {k: v for k, v in report.items() if k != "mlflow"}}
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
 
 

@@ -32,11 +32,14 @@ ENV_URI = "RAGRIG_MLFLOW_URI"
 
 
 def tracking_uri(configured: str | None, cwd: Path) -> str:
-    """Configured URI, else $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db (absolute)."""
+    """Configured URI, else $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db (absolute).
+    A PostgreSQL URI gets its driver named (postgresql+psycopg2://)."""
+    from ragrig.report.stores import sqlalchemy_uri
+
     if configured:
-        return configured
+        return sqlalchemy_uri(configured)
     if os.environ.get(ENV_URI):
-        return os.environ[ENV_URI]
+        return sqlalchemy_uri(os.environ[ENV_URI])
     return f"sqlite:///{project_root(cwd) / 'mlflow.db'}"
 
 
@@ -54,19 +57,49 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri[len(prefix) :]).resolve()
 
 
-def artifact_location(uri: str) -> str | None:
-    """Where a new experiment keeps its artifacts: `<store folder>/mlartifacts` (absolute) for a
-    local sqlite store. Never the working directory: during `dvc exp run --temp` or a queued
-    experiment that is DVC's temporary copy, deleted afterwards. None (the server's default
-    artifact root) for a tracking server."""
+def artifact_location(uri: str, configured: str | None = None) -> str | None:
+    """Where a new experiment keeps its artifacts: the configured location (e.g.
+    `s3://bucket/prefix`), else `<store folder>/mlartifacts` (absolute) for a local sqlite store.
+    Never the working directory: during `dvc exp run --temp` or a queued experiment that is
+    DVC's temporary copy, deleted afterwards. None (the server's default artifact root) for a
+    tracking server; for another database (PostgreSQL) without one, `<project>/mlartifacts`
+    (MLflow's own default there is ./mlruns under the working directory)."""
+    if configured:
+        return configured
     db = sqlite_path(uri)
-    return (db.parent / "mlartifacts").as_uri() if db is not None else None
+    if db is not None:
+        return (db.parent / "mlartifacts").as_uri()
+    if uri.startswith(("http://", "https://")):
+        return None
+    return (project_root(Path.cwd()) / "mlartifacts").as_uri()
+
+
+def configure(mlflow_cfg: Any, cwd: Path) -> str:
+    """The tracking URI of a `report.mlflow` config (mapping or MlflowConfig), with its S3
+    endpoint and password variable applied to the environment, checked reachable (PostgreSQL,
+    a tracking server, the S3 bucket) in seconds, before any work."""
+    from collections.abc import Mapping
+
+    from ragrig.report.stores import apply_environment, preflight
+
+    get = mlflow_cfg.get if isinstance(mlflow_cfg, Mapping) else lambda k: getattr(mlflow_cfg, k)
+    apply_environment(mlflow_cfg)
+    uri = tracking_uri(get("tracking_uri"), cwd)
+    preflight(uri, get("artifact_location"), int(get("connect_timeout_s") or 5))
+    return uri
 
 
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
     """Serialise store creation between processes: two processes opening a not-yet-created
-    sqlite store race on its schema (`table ... already exists`)."""
+    sqlite store race on its schema (`table ... already exists`); on PostgreSQL the same
+    holds for MLflow's schema migrations and for creating the experiment (an advisory lock)."""
+    from ragrig.report.stores import is_postgres, pg_advisory_lock
+
+    if is_postgres(uri):
+        with pg_advisory_lock(uri, "ragrig-mlflow-store"):
+            yield
+        return
     db = sqlite_path(uri)
     if db is None:
         yield
@@ -104,22 +137,35 @@ TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 
 
-def ensure_experiment(uri: str, experiment: str, client: Any = None) -> str:
+def ensure_experiment(
+    uri: str, experiment: str, client: Any = None, artifacts: str | None = None
+) -> str:
     """Create the store (schema) and the experiment once, with an absolute artifact location
-    and the model-development kind (also set on an existing experiment that lacks it); return
-    the experiment id. Safe to call from parallel processes."""
+    (`artifacts`, e.g. s3://bucket/prefix, when configured) and the model-development kind
+    (also set on an existing experiment that lacks it); return the experiment id. Safe to call
+    from parallel processes."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
+    from ragrig.report.stores import sqlalchemy_uri
+
+    uri = sqlalchemy_uri(uri)
     with store_lock(uri):
         client = client or MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:
-            return client.create_experiment(
-                experiment,
-                artifact_location=artifact_location(uri),
-                tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
-            )
+            try:
+                return client.create_experiment(
+                    experiment,
+                    artifact_location=artifact_location(uri, artifacts),
+                    tags={TAG_EXPERIMENT_KIND: EXPERIMENT_KIND},
+                )
+            except Exception:
+                # through a tracking server no lock spans processes: another one created it
+                # between the lookup and the creation (the server answers with its error)
+                found = client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
         if found.tags.get(TAG_EXPERIMENT_KIND) != EXPERIMENT_KIND:
             client.set_experiment_tag(found.experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND)
         return found.experiment_id
@@ -172,19 +218,36 @@ def _sigterm_raises() -> Iterator[None]:
 def update_view(client: Any, experiment_id: str, contents: RunContents) -> None:
     """Write the runs-table views this run belongs to (default columns: headline metrics and the
     swept or changed params), keeping the param columns earlier runs added; a tag is written
-    only when it changes."""
-    with store_lock(client.tracking_uri):
-        tags = client.get_experiment(experiment_id).tags
-        for key in contents.view_keys:
-            tag = VIEW_TAG_PREFIX + key
-            current = tags.get(tag)
-            try:
-                previous = json.loads(current) if current else None
-            except json.JSONDecodeError:
-                previous = None
-            value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
-            if value != current:
-                client.set_experiment_tag(experiment_id, tag, value)
+    only when it changes. Through a tracking server (no lock across processes) two runs writing
+    the same tag at once can collide (the store inserts it twice): read again and retry."""
+    import time
+
+    for attempt in range(VIEW_ATTEMPTS):
+        try:
+            with store_lock(client.tracking_uri):
+                _write_views(client, experiment_id, contents)
+            return
+        except Exception:
+            if attempt == VIEW_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+VIEW_ATTEMPTS = 5
+
+
+def _write_views(client: Any, experiment_id: str, contents: RunContents) -> None:
+    tags = client.get_experiment(experiment_id).tags
+    for key in contents.view_keys:
+        tag = VIEW_TAG_PREFIX + key
+        current = tags.get(tag)
+        try:
+            previous = json.loads(current) if current else None
+        except json.JSONDecodeError:
+            previous = None
+        value = json.dumps(view_state(list(contents.metrics), contents.view_params, previous))
+        if value != current:
+            client.set_experiment_tag(experiment_id, tag, value)
 
 
 def runs_table_url(base_url: str, experiment_id: str, view_key: str = DEFAULT_VIEW) -> str:
@@ -214,6 +277,7 @@ def log_run(
     *,
     answers: Any = None,
     environ: dict[str, str] | None = None,
+    artifacts_location: str | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
     artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
@@ -221,10 +285,12 @@ def log_run(
     contents = build_contents(
         params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ
     )
-    return log_contents(uri, experiment, contents)
+    return log_contents(uri, experiment, contents, artifacts_location)
 
 
-def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
+def log_contents(
+    uri: str, experiment: str, contents: RunContents, artifacts_location: str | None = None
+) -> str:
     """One run in few store calls: create (name and tags), one batch of params and metrics,
     one folder of artifacts, end."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -234,9 +300,13 @@ def log_contents(uri: str, experiment: str, contents: RunContents) -> str:
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
+    from ragrig.report.stores import sqlalchemy_uri
+
+    uri = sqlalchemy_uri(uri)
+
     with store_lock(uri):  # opening a store that does not exist yet creates its schema
         client = MlflowClient(tracking_uri=uri)
-    experiment_id = ensure_experiment(uri, experiment, client)
+    experiment_id = ensure_experiment(uri, experiment, client, artifacts_location)
     fail_abandoned_runs(uri, experiment_id, client)
     tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
     run_id = None

@@ -385,7 +385,7 @@ def sweep(
     reuse: bool = True,
 ) -> int:
     """Run a sweep; return the number of failed points (the exit code, capped at 125)."""
-    from ragrig.report.tracking import tracking_uri
+    from ragrig.report.tracking import configure
     from ragrig.sweep.runs import ParentRun, now_ms, run_metrics
 
     stream = stream or sys.stdout
@@ -401,12 +401,14 @@ def sweep(
     parent = None
     uri = None
     if mlflow_cfg.get("enabled", True):
-        uri = tracking_uri(mlflow_cfg.get("tracking_uri"), project)
+        # an unreachable store or refused credentials: one line, in seconds, before any point
+        uri = configure(mlflow_cfg, project)
         parent = ParentRun.open(
             uri,
             mlflow_cfg.get("experiment", "ragrig"),
             swept,
             [p.cfg for p in points],
+            artifacts=mlflow_cfg.get("artifact_location"),
         )
     env = base_env(project, uri)
     since = now_ms()

@@ -98,7 +98,7 @@ def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
     """Checks and set-up done once before any sweep point starts: the committed dvc.lock, every
     point's config, the dataset root links, the MLflow store and experiment (created once, so
     parallel points never race on a new store's schema). Returns the tracking URI."""
-    from ragrig.report.tracking import ensure_experiment, tracking_uri
+    from ragrig.report.tracking import configure, ensure_experiment
 
     check_lock_outputs(project)
     cfgs = [compose_point(p) for p in grid(overrides or [])]
@@ -107,6 +107,8 @@ def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
     mlflow_cfg = cfgs[0]["report"]["mlflow"]
     if not mlflow_cfg.get("enabled", True):
         return None
-    uri = tracking_uri(mlflow_cfg.get("tracking_uri"), project)
-    ensure_experiment(uri, mlflow_cfg.get("experiment", "ragrig"))
+    uri = configure(mlflow_cfg, project)  # unreachable or refused: one line, in seconds
+    ensure_experiment(
+        uri, mlflow_cfg.get("experiment", "ragrig"), artifacts=mlflow_cfg.get("artifact_location")
+    )
     return uri

@@ -44,6 +44,7 @@ class ParentRun:
         experiment: str,
         swept: dict[str, list[str]],
         point_params: list[dict[str, Any]],
+        artifacts: str | None = None,
     ) -> ParentRun:
         """The parent of this grid: the earlier sweep's when the same grid ran before (set
         RUNNING again), else a new run `sweep <timestamp> <swept keys>`."""
@@ -51,7 +52,7 @@ class ParentRun:
 
         from ragrig.report.tracking import ensure_experiment
 
-        exp_id = ensure_experiment(uri, experiment)
+        exp_id = ensure_experiment(uri, experiment, artifacts=artifacts)
         client = MlflowClient(tracking_uri=uri)
         ghash = grid_hash(point_params)
         found = client.search_runs(
