@@ -77,8 +77,8 @@ LOOKS_DOWN_TO = {
     "sweep": {"report", "metrics"},  # the orchestrator package: MLflow store, metric keys, page
 }
 # drive or compose the whole pipeline (compare: runs of any stages; tune_first_stage: parse to
-# retrieve on the train split)
-ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage"}
+# retrieve on the train split; ui: the MLflow server over the configured tracking store)
+ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage", "ui"}
 
 
 def _ragrig_imports(path: Path) -> set[str]:
