@@ -47,6 +47,7 @@ def test_every_group_has_options():
         "train_embed",
         "judge",
         "report",
+        "storage",
     }
     assert len(OPTIONS) >= 20
 
