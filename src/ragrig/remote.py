@@ -224,8 +224,10 @@ def for_points(cfgs: list[dict[str, Any]]) -> RemoteConfig | None:
     return remote if remote.url else None
 
 
-def _experiment_lock(project: Path, name: str) -> dict[str, Any]:
-    import yaml
+def experiment_lock(project: Path, name: str) -> dict[str, Any]:
+    """The dvc.lock an experiment committed, read with DVC's own YAML loader: PyYAML's YAML 1.1
+    reads e.g. `2e-05` as a string, which would change the run-cache hash."""
+    from dvc.utils.serialize import parse_yaml
 
     refs = subprocess.run(
         ["git", "for-each-ref", "--format=%(refname)", "refs/exps/"],
@@ -241,7 +243,7 @@ def _experiment_lock(project: Path, name: str) -> dict[str, Any]:
     )
     if lock.returncode != 0:
         raise RemoteError(f"experiment {name!r} has no dvc.lock")
-    return yaml.safe_load(lock.stdout) or {}
+    return parse_yaml(lock.stdout, f"{name}:dvc.lock") or {}
 
 
 def run_cache_entries(lock: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -261,7 +263,7 @@ def run_cache_entries(lock: dict[str, Any]) -> dict[str, tuple[str, str]]:
 def push_experiment(project: Path, name: str, remote: str | None = None) -> dict[str, int]:
     """Push one finished experiment's stages to the (default) DVC remote: the outputs each
     stage's run-cache entry names, then the entry. Returns counts of stages and objects."""
-    lock = _experiment_lock(project, name)
+    lock = experiment_lock(project, name)
     with _PUSH_LOCK:
         return _push_entries(project, run_cache_entries(lock), remote)
 
