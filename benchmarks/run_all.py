@@ -43,6 +43,7 @@ BENCHMARKS = [
     "parse",
     "chunk",
     "train_embed",
+    "remote_cache",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -60,6 +61,7 @@ QUICK_ARGS = {
     "parse": ["--copies", "30"],
     "chunk": [],
     "train_embed": [],
+    "remote_cache": ["--repeats", "1"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -154,6 +156,8 @@ SMOKE_ARGS = {
     "chunk": ["--methods", "document", "recursive", "hybrid"],
     # the packaged model in the trained model's place: every path runs, every delta is 0
     "train_embed": ["--model", "packaged:all-MiniLM-L6-v2"],
+    # a one-point sweep pushing to an S3 emulator, then one fresh clone restoring that point
+    "remote_cache": ["--grid", "retrieve.ef_search=16", "--repeats", "1", "--workdir", "{tmp}"],
 }
 
 
