@@ -14,7 +14,9 @@ credentials in the environment, in throwaway copies of the project:
     `python -m ragrig.cli remote setup ...` then `dvc exp run --pull -S <first point>`: wall time
     of the `dvc exp run`, the stages that ran (stage log; target none), the stages DVC reports
     restored ("Stage 'x' is cached - skipping run"), and whether its report is byte-identical to
-    one of A's points (the md5 of reports/run in the dvc.lock files).
+    one of A's points (the md5 of reports/run in the dvc.lock files);
+(c) with --also-repro, one more fresh copy writes the point's params.yaml and runs
+    `dvc repro --pull` (the same restores without an experiment's stash and commit).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--jobs", type=int, default=1, help="points at a time in the sweep")
     p.add_argument("--repeats", type=int, default=2, help="fresh clones reproducing the point")
     p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    p.add_argument(
+        "--also-repro",
+        action="store_true",
+        help="also one fresh clone with `params write` + `dvc repro --pull` (no experiment)",
+    )
     args = p.parse_args(argv)
     C.setup_env()
     if args.dataset is None:  # run_all passes --dataset-root: the fixture means `tiny`
@@ -168,6 +175,34 @@ def main(argv: list[str] | None = None) -> dict:
                 }
             )
             print(f"(b) fresh clone {i}: {clones[-1]}", flush=True)
+
+        # (c) the same without DVC's experiment machinery: params.yaml written, `dvc repro --pull`
+        if args.also_repro:
+            c = fresh_copy(base, "c", env_for(base / "c"), overrides)
+            timed(
+                [sys.executable, "-m", "ragrig.cli", "remote", "setup", *storage],
+                c,
+                env_for(c),
+                base / "c-setup.log",
+            )
+            write = [sys.executable, "-m", "ragrig.cli", "params", "write", *first]
+            write_s = timed(write, c, env_for(c), base / "c-params.log")
+            load = round(os.getloadavg()[0], 2)
+            repro_s = timed(["dvc", "repro", "--pull"], c, env_for(c), base / "c-repro.log")
+            text = (base / "c-repro.log").read_text(encoding="utf-8", errors="replace")
+            ran = collections.Counter(
+                e["stage"]
+                for e in read_log(Path(env_for(c)["RAGRIG_STAGE_LOG"]))
+                if e["status"] == "ok"
+            )
+            result["fresh_clone_repro"] = {
+                "params_write_s": round(write_s, 2),
+                "repro_pull_s": round(repro_s, 2),
+                "load_1min": load,
+                "stages_run": dict(ran),
+                "stages_restored": sorted(set(RESTORED.findall(text))),
+            }
+            print(f"(c) fresh clone, dvc repro --pull: {result['fresh_clone_repro']}", flush=True)
 
     times = [c["exp_run_s"] for c in clones]
     result["fresh_clone"] = {
