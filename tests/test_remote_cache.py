@@ -151,6 +151,27 @@ def test_fresh_copy_reproduces_a_point_from_the_remote_without_computing(
     assert next(o["md5"] for o in mine if o["path"] == "reports/run") == want
 
 
+def test_queue_points_pull_and_push_too(swept, s3):  # noqa: F811
+    """`python -m ragrig.sweep queue`: queued as `dvc exp run --queue --pull`, pushed on success."""
+    before = set(s3.keys("ragrig-shared", "cache/runs/"))
+    n0 = len(_stage_log(swept))
+    out = swept / ".ragrig" / "queue-sweep"
+    proc = sh(
+        [PY, "-m", "ragrig.sweep", "queue", "-j", "1", "--sweep-dir", str(out), *BASE]
+        + [*_storage(s3, "ragrig-shared"), "retrieve.ef_search=24"],
+        swept,
+        project_env(s3.env),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ran = _ran(swept, n0)
+    assert "retrieve" in ran and "embed" not in ran and "index" not in ran
+    (log,) = out.glob("logs/*.log")
+    assert "ragrig remote: pushed experiment" in log.read_text()
+    new = set(s3.keys("ragrig-shared", "cache/runs/")) - before
+    assert new and len(new) <= len(ran)  # the stages this point computed, nothing else new
+
+
 def test_failed_point_pushes_nothing(tmp_path_factory, s3):  # noqa: F811
     ws = _project(tmp_path_factory.mktemp("remote") / "c")
     s3.bucket("ragrig-failed")
