@@ -44,6 +44,7 @@ BENCHMARKS = [
     "chunk",
     "train_embed",
     "embed_ray",
+    "remote_cache",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -62,6 +63,7 @@ QUICK_ARGS = {
     "chunk": [],
     "train_embed": [],
     "embed_ray": ["--n-docs", "1000", "--repeats", "1"],
+    "remote_cache": ["--repeats", "1"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -158,6 +160,8 @@ SMOKE_ARGS = {
     "train_embed": ["--model", "packaged:all-MiniLM-L6-v2"],
     # the 20 fixture chunks in windows of 6 on two actors, against the local path
     "embed_ray": ["--n-docs", "20", "--window", "6", "--repeats", "1"],
+    # a one-point sweep pushing to an S3 emulator, then one fresh clone restoring that point
+    "remote_cache": ["--grid", "retrieve.ef_search=16", "--repeats", "1", "--workdir", "{tmp}"],
 }
 
 

@@ -354,3 +354,19 @@ def test_embed_ray_benchmark_gets_the_local_vectors_over_two_actors(smoke):
     assert len(r["wall_s"]["local"]) == len(r["wall_s"]["ray"]) == 1
     assert r["ray_over_local"] == r["passages_per_s"]["ray"] / r["passages_per_s"]["local"]
     assert r["ray_start_s"] > 0
+
+
+def test_remote_cache_benchmark_restores_the_pushed_point_in_a_fresh_clone(smoke):
+    r = _ok(smoke, "remote_cache")
+    assert r["config"]["dataset"] == "tiny" and r["points"] == 1
+    sweep = r["sweep"]
+    assert sweep["stage_runs"]["embed"] == 1 and sweep["stage_runs"]["index"] == 1
+    # every stage of the point pushed (one run-cache entry each) with its outputs
+    assert sweep["remote_run_cache_entries"] >= 9 and sweep["remote_objects"] > 0
+    (clone,) = r["fresh_clone"]["runs"]
+    assert clone["stages_run"] == {}  # nothing computed: every stage restored from the remote
+    assert {"parse", "chunk", "embed", "index", "retrieve", "report"} <= set(
+        clone["stages_restored"]
+    )
+    assert clone["same_report_as_sweep"] is True
+    assert r["fresh_clone"]["embed_or_index_run"] is False and clone["exp_run_s"] > 0

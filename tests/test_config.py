@@ -48,6 +48,7 @@ def test_every_group_has_options():
         "judge",
         "report",
         "report/mlflow",
+        "storage",
     }
     assert len(OPTIONS) >= 20
 

@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity."""
+ingest-fidelity, remote."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def add_parsers(sub: Any) -> None:
     add_tune_first_stage(sub)
     add_ingest_fidelity(sub)
     add_postgres(sub)
+    add_remote(sub)
 
 
 def add_postgres(sub: Any) -> None:
@@ -45,6 +46,23 @@ def add_postgres(sub: Any) -> None:
     p.add_argument("--user", default="ragrig")
     p.add_argument("--db", default="ragrig")
     p.set_defaults(func=_lazy("ragrig.postgres", "cmd_postgres"))
+
+
+def add_remote(sub: Any) -> None:
+    p = sub.add_parser(
+        "remote",
+        help="the shared DVC run-cache on S3: set it up, check it, push an experiment",
+        description=_doc("ragrig.remote"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=["setup", "check", "push-exp"])
+    p.add_argument(
+        "items",
+        nargs="*",
+        help="config overrides (storage=s3 storage.remote.url=...), or "
+        "the experiment name for push-exp",
+    )
+    p.set_defaults(func=_lazy("ragrig.remote", "cmd_remote"))
 
 
 def add_ingest_fidelity(sub: Any) -> None:

@@ -43,6 +43,8 @@ SECTIONS: dict[str, str] = {
     "judge": "ragrig.judge.config:JudgeConfig",
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.config:RuntimeConfig",
+    # the shared run-cache (a DVC remote); no stage reads it, so choosing one recomputes nothing
+    "storage": "ragrig.remote:StorageConfig",
 }
 
 

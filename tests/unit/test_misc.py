@@ -77,8 +77,9 @@ LOOKS_DOWN_TO = {
     "sweep": {"report", "metrics"},  # the orchestrator package: MLflow store, metric keys, page
 }
 # drive or compose the whole pipeline (compare: runs of any stages; tune_first_stage: parse to
-# retrieve on the train split; ui: the MLflow server over the configured tracking store)
-ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage", "ui"}
+# retrieve on the train split; ui: the MLflow server over the configured tracking store;
+# remote: `ragrig remote` composes conf/ as a sweep point does)
+ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage", "ui", "remote"}
 
 
 def _ragrig_imports(path: Path) -> set[str]:

@@ -91,10 +91,15 @@ def _error_lines(log: Path, n: int = 3) -> str:
 
 
 def run_point(point: Point, project: Path, env: dict[str, str], log: Path) -> Outcome:
-    """One point as `dvc exp run --temp -S ...`, its output in `log`."""
+    """One point as `dvc exp run --temp -S ...`, its output in `log`. With a shared run-cache
+    (`storage=s3`, ragrig.remote) the point pulls what it can restore first (`--pull`) and, only
+    if it succeeds, pushes its experiment's stages after."""
+    from ragrig import remote as shared
+
+    remote = shared.prepare_point(point.cfg, project, env)
     # parallel points take the repository's lock in turn (stash, set-up, collecting the
     # result); without --wait-for-lock DVC gives up after 3 s ("Unable to acquire lock")
-    cmd = ["dvc", "--wait-for-lock", "exp", "run", "--temp"]
+    cmd = ["dvc", "--wait-for-lock", "exp", "run", "--temp", *shared.pull_args(remote)]
     cmd += [a for o in point.overrides for a in ("-S", o)]
     start = time.perf_counter()
     with open(log, "w", encoding="utf-8") as fh:
@@ -103,9 +108,11 @@ def run_point(point: Point, project: Path, env: dict[str, str], log: Path) -> Ou
         code = subprocess.run(
             cmd, cwd=project, env=env, stdout=fh, stderr=subprocess.STDOUT
         ).returncode
-    seconds = time.perf_counter() - start
     if code == 0:
-        return Outcome(True, seconds, None, log)
+        pushed = shared.push_point(project, remote, experiment_name(log), log)
+        seconds = time.perf_counter() - start
+        return Outcome(pushed is None, seconds, pushed, log)
+    seconds = time.perf_counter() - start
     return Outcome(False, seconds, f"exit code {code}: {_error_lines(log)}", log)
 
 
@@ -309,15 +316,17 @@ def run_queue(
 ) -> dict[int, Outcome]:
     """Through DVC's experiment queue: batches of points that share no uncomputed stage, each
     batch queued, run `jobs` at a time by `dvc queue start -j`, and waited for."""
+    from ragrig import remote as shared
+
     outcomes: dict[int, Outcome] = {}
     if not points:
         return outcomes
+    remote = shared.for_points([p.cfg for p in points])
     for batch in Schedule([p.keys for p in points]).batches(jobs):
         names: dict[str, int] = {}
         for i in batch:
-            cmd = ["dvc", "--wait-for-lock", "exp", "run", "--queue"] + [
-                a for o in points[i].overrides for a in ("-S", o)
-            ]
+            cmd = ["dvc", "--wait-for-lock", "exp", "run", "--queue", *shared.pull_args(remote)]
+            cmd += [a for o in points[i].overrides for a in ("-S", o)]
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
             found = re.search(r"Queued experiment '([^']+)'", proc.stdout + proc.stderr)
             if proc.returncode != 0 or not found:
@@ -344,9 +353,10 @@ def run_queue(
                 log.write_text(f"# dvc queue logs {name}\n{text.stdout}{text.stderr}")
                 secs = time.perf_counter() - t0  # since its batch started
                 ok = status[name] == "Success"
-                outcomes[i] = Outcome(
-                    ok, secs, None if ok else f"{name}: {_error_lines(log)}", log, name
-                )
+                error = None if ok else f"{name}: {_error_lines(log)}"
+                if ok and (error := shared.push_point(project, remote, name, log)) is not None:
+                    ok = False
+                outcomes[i] = Outcome(ok, secs, error, log, name)
                 progress.line(points[i], outcomes[i])
             pending = [n for n, i in names.items() if i not in outcomes]
             if not pending:
@@ -391,6 +401,11 @@ def sweep(
     stream = stream or sys.stdout
     check_lock_outputs(project)
     points, swept = plan(project, overrides)
+    from ragrig import remote as shared
+
+    remote = shared.for_points([p.cfg for p in points])
+    if remote is not None:  # one line naming the endpoint or bucket, before any point runs
+        shared.ensure(project, remote, dict(os.environ))
     for root in dict.fromkeys(str(p.cfg["dataset"]["root"]) for p in points):
         link_dataset_root(project, root)
     sweep_dir = sweep_dir or project / ".ragrig" / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -429,7 +444,9 @@ def sweep(
         i: Outcome(True, 0.0, None, logs / f"{i:03d}.log", name, reused=True)
         for i, name in done.items()
     }
-    for i in done:
+    for i, name in done.items():
+        if (error := shared.push_point(project, remote, name, outcomes[i].log)) is not None:
+            outcomes[i] = Outcome(False, 0.0, error, outcomes[i].log, name)
         progress.line(points[i], outcomes[i])
     todo = [p for p in points if p.index not in done]
     try:
