@@ -33,6 +33,7 @@ from ragrig.sweep.grid import SweepError
 
 LAUNCHERS = ("ray", "submitit_local", "submitit_slurm")
 PROBE_TIMEOUT_S = 3.0
+LOCAL_OBJECT_STORE_BYTES = 100_000_000  # points return small records, not data
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # a point whose heartbeat is this old has lost its worker
 # conf/hydra/launcher/<name>.yaml carries the plugin's config of the same name: Hydra validates
@@ -270,6 +271,12 @@ class ClusterLauncher:
         if self.name == "ray":
             init = self.cfg.hydra.launcher.ray.init
             with open_dict(init):
+                # the key stays (None) when connecting: else the plugin sets its own default,
+                # which Ray refuses for an existing cluster (hydra#2893)
+                init.setdefault("object_store_memory", None)
+                local = init.get("address") in (None, "", "local")
+                if local and init.object_store_memory is None:
+                    init.object_store_memory = LOCAL_OBJECT_STORE_BYTES
                 # workers import ragrig as this process does (a cluster already running too)
                 if os.environ.get("PYTHONPATH") and "runtime_env" not in init:
                     init.runtime_env = {"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}}
