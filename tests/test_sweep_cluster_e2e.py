@@ -24,6 +24,9 @@ pytestmark = pytest.mark.e2e
 
 BASE = ["dataset=tiny", "generate=extractive", "chunk=recursive", "chunk.overlap=2"]
 GRID = ["chunk.max_tokens=8,16", "retrieve.ef_search=16"]
+# Ray's token authentication (on by default for `ray start`): a driver joining the cluster
+# sends the token of ~/.ray/auth_token only in token mode
+RAY_ENV = {"RAY_AUTH_MODE": "token"}
 # timings and what is derived from them differ run to run; every other metric must not
 TIMED = ("latency_ms/", "cost_usd_per_query/")
 
@@ -56,11 +59,14 @@ def _project(root: Path) -> Path:
     return ws
 
 
-def _sweep(ws: Path, name: str, *args: str, code: int = 0) -> tuple[str, list[dict], float]:
+def _sweep(
+    ws: Path, name: str, *args: str, code: int = 0, env: dict | None = None
+) -> tuple[str, list[dict], float]:
     out = ws / ".ragrig" / name
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    proc = sh([_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args], ws, check=False)
+    cmd = [_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args]
+    proc = sh(cmd, ws, env=env, check=False)
     seconds = time.perf_counter() - t0
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((out / "rows.json").read_text()) if (out / "rows.json").exists() else []
@@ -101,7 +107,11 @@ def ray_cluster(tmp_path_factory):
     ]
     log = open(temp / "head.log", "w")  # noqa: SIM115 - closed at teardown
     proc = subprocess.Popen(
-        cmd, env=project_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        cmd,
+        env=project_env(RAY_ENV),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     address = f"127.0.0.1:{port}"
     deadline = time.time() + 120
@@ -142,6 +152,7 @@ def test_ray_launcher_matches_sequential_and_computes_each_stage_once(
         f"hydra.launcher.ray.init.address={ray_cluster}",
         *BASE,
         *GRID,
+        env=project_env(RAY_ENV),
     )
     assert f"on Ray ({ray_cluster})" in out
     assert [r["params"] for r in rows] == [r["params"] for r in sequential]
@@ -194,6 +205,29 @@ def test_unreachable_ray_address_fails_in_seconds_before_any_point(ray_ws):
     assert sum(_ran(ray_ws).values()) == before
 
 
+def test_joining_without_the_token_says_so_before_any_point(ray_ws, ray_cluster):
+    before = sum(_ran(ray_ws).values())
+    out, rows, _ = _sweep(
+        ray_ws,
+        "noauth",
+        "hydra/launcher=ray",
+        f"hydra.launcher.ray.init.address={ray_cluster}",
+        *BASE,
+        *GRID,
+        code=1,
+        env=project_env({"RAY_AUTH_MODE": "disabled"}),
+    )
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("ragrig sweep: error:")]
+    assert line == (
+        f"ragrig sweep: error: Ray cluster at {ray_cluster} (hydra.launcher.ray.init.address) "
+        "refused the connection: token authentication failed (set RAY_AUTH_MODE=token and give "
+        "the cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+    )
+    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    assert token not in out
+    assert rows == [] and sum(_ran(ray_ws).values()) == before
+
+
 def test_missing_sbatch_fails_before_any_point(ray_ws):
     env = project_env({"PATH": str(BIN) + ":/usr/bin:/bin"})
     assert shutil.which("sbatch", path=env["PATH"]) is None
@@ -232,7 +266,11 @@ def test_killed_worker_is_a_failed_point_and_the_other_runs(ray_ws, ray_cluster)
         "retrieve.ef_search=16,64",
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ray_ws, env=project_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        cmd,
+        cwd=ray_ws,
+        env=project_env(RAY_ENV),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     alive = out_dir / "logs" / "000.alive"
     deadline = time.time() + 180

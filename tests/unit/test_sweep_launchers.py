@@ -137,3 +137,18 @@ def test_after_a_failed_launch_running_points_are_waited_for(tmp_path, monkeypat
     cluster._wait(points, logs, poll=0.05)  # 000 never started, 001's heartbeat goes stale
     waited = time.perf_counter() - t0
     assert 1.0 <= waited < 4.0
+
+
+def test_table_when_every_point_failed_lists_them():
+    from ragrig.sweep.results import row, table
+
+    rows = [
+        row(f"retrieve.ef_search={v}", {"retrieve.ef_search": v}, {}, "failed", "lost", 1.0)
+        for v in (16, 64)
+    ]
+    assert table(rows).splitlines() == [
+        "retrieve.ef_search  nDCG@10  Recall@100  faithfulness  p95 ms  $/query  s",
+        "failed points (2):",
+        "  retrieve.ef_search=16: lost",
+        "  retrieve.ef_search=64: lost",
+    ]

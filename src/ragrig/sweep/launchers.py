@@ -247,11 +247,52 @@ class ClusterLauncher:
             cfg, loader = compose(project, overrides, sweep_dir / "jobs")
         except Exception as exc:
             raise SweepError(f"hydra/launcher={name}: {_one_line(exc)}") from None
+        cluster = cls(name, project, sweep_dir, cfg, loader)
         if name == "ray":
             probe_ray(cfg.hydra.launcher.ray.init.get("address"))
+            cluster.connect()
         elif name == "submitit_slurm":
             probe_slurm()
-        return cls(name, project, sweep_dir, cfg, loader)
+        return cluster
+
+    def connect(self) -> None:
+        """Start or join the Ray cluster as the plugin would (`start_ray` with its config), so
+        that a refused connection (e.g. token authentication) fails before any point runs."""
+        from hydra_plugins.hydra_ray_launcher._launcher_util import start_ray
+        from omegaconf import open_dict
+
+        init = self.cfg.hydra.launcher.ray.init
+        with open_dict(init):
+            # the key stays (None) when connecting: else the plugin sets its own default,
+            # which Ray refuses for an existing cluster (hydra#2893)
+            init.setdefault("object_store_memory", None)
+            local = init.get("address") in (None, "", "local")
+            if local and init.object_store_memory is None:
+                init.object_store_memory = LOCAL_OBJECT_STORE_BYTES
+            # workers import ragrig as this process does (a cluster already running too)
+            if os.environ.get("PYTHONPATH") and "runtime_env" not in init:
+                init.runtime_env = {"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}}
+        try:
+            start_ray(init)
+        except Exception as exc:
+            raise SweepError(self._refused(exc)) from None
+
+    def _refused(self, exc: BaseException) -> str:
+        address = self.cfg.hydra.launcher.ray.init.get("address") or "a local cluster"
+        chain, cause = [], exc
+        while cause is not None:
+            chain.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        if any(type(e).__name__ == "AuthenticationError" for e in chain):
+            return (
+                f"Ray cluster at {address} (hydra.launcher.ray.init.address) refused the "
+                "connection: token authentication failed (set RAY_AUTH_MODE=token and give the "
+                "cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+            )
+        return (
+            f"Ray cluster at {address} (hydra.launcher.ray.init.address) could not be "
+            f"joined: {_one_line(exc)}"
+        )
 
     def describe(self) -> str:
         if self.name == "ray":
@@ -265,21 +306,8 @@ class ClusterLauncher:
         from hydra.core.plugins import Plugins
         from hydra.core.utils import setup_globals
         from hydra.types import HydraContext
-        from omegaconf import open_dict
 
         setup_globals()
-        if self.name == "ray":
-            init = self.cfg.hydra.launcher.ray.init
-            with open_dict(init):
-                # the key stays (None) when connecting: else the plugin sets its own default,
-                # which Ray refuses for an existing cluster (hydra#2893)
-                init.setdefault("object_store_memory", None)
-                local = init.get("address") in (None, "", "local")
-                if local and init.object_store_memory is None:
-                    init.object_store_memory = LOCAL_OBJECT_STORE_BYTES
-                # workers import ragrig as this process does (a cluster already running too)
-                if os.environ.get("PYTHONPATH") and "runtime_env" not in init:
-                    init.runtime_env = {"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}}
         HydraConfig.instance().set_config(self.cfg)
         return Plugins.instance().instantiate_launcher(
             hydra_context=HydraContext(config_loader=self.loader, callbacks=Callbacks(self.cfg)),

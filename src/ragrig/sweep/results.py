@@ -89,7 +89,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             cells.append(_fmt(v, column) + mark)
         cells.append(f"{r['seconds']:.1f}")
         lines.append(cells)
-    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(c[i]) for c in lines)]) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     out += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) for cells in lines]
     if best:
