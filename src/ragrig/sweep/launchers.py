@@ -283,7 +283,13 @@ class ClusterLauncher:
         while cause is not None:
             chain.append(cause)
             cause = cause.__cause__ or cause.__context__
-        if any(type(e).__name__ == "AuthenticationError" for e in chain):
+        # Ray reports a refused token inside the text of the errors it raises from it
+        if any(
+            type(e).__name__ == "AuthenticationError"
+            or "InvalidAuthToken" in str(e)
+            or "AuthenticationError" in str(e)
+            for e in chain
+        ):
             return (
                 f"Ray cluster at {address} (hydra.launcher.ray.init.address) refused the "
                 "connection: token authentication failed (set RAY_AUTH_MODE=token and give the "
