@@ -391,11 +391,9 @@ def sweep(
     stream = stream or sys.stdout
     sweep_dir = sweep_dir or project / ".ragrig" / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
     cluster = None
-    if launchers.requested(overrides):
+    if launchers.requested(overrides):  # probed first: an unusable cluster fails in seconds
         if executor == "queue":
-            raise SweepError(
-                "the DVC queue runs points on this machine: drop hydra/launcher="
-            )  # probed first: an unusable cluster fails in seconds
+            raise SweepError("the DVC queue runs points on this machine: drop hydra/launcher=")
         cluster = launchers.ClusterLauncher.prepare(project, overrides, sweep_dir)
     check_lock_outputs(project)
     points, swept = plan(project, overrides)

@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +235,6 @@ class ClusterLauncher:
     sweep_dir: Path
     cfg: Any
     loader: Any
-    started: list[str] = field(default_factory=list)
 
     @classmethod
     def prepare(cls, project: Path, overrides: list[str], sweep_dir: Path) -> ClusterLauncher:
@@ -330,6 +329,7 @@ class ClusterLauncher:
         from ragrig.sweep.plan import Schedule
 
         if not points:
+            self.close()
             return {}
         task = PointTask(
             self.project.resolve(),
