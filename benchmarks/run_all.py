@@ -37,6 +37,7 @@ BENCHMARKS = [
     "probes",
     "verifier",
     "sweep",
+    "sweep_ray",
     "rerank",
     "llm_judge",
     "index_scale",
@@ -56,6 +57,7 @@ QUICK_ARGS = {
     "probes": ["--quick"],
     "verifier": [],
     "sweep": ["--skip-sequential"],
+    "sweep_ray": [],
     "rerank": ["--train", "--depths", "20"],
     "llm_judge": ["--n", "10"],
     "index_scale": ["--n", "200000", "--queries", "300"],
@@ -130,6 +132,8 @@ SMOKE_ARGS = {
     ],
     # two points of the fixture in parallel, their rerun, the overhead per point
     "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
+    # two points of the fixture on a local Ray cluster and sequentially
+    "sweep_ray": ["--grid", "retrieve.ef_search=16,64", "--workdir", "{tmp}"],
     # trains on tiny_beir_train's five training queries, reranks BM25's candidates
     "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
     # the packaged SmolLM2 in process judging two answers of the MTRAG fixture, then cached

@@ -276,6 +276,18 @@ def test_sweep_benchmark(smoke):
     assert abs(r["yardstick_s"] - 2 * r["cold_single_run_s"]) <= 0.2
 
 
+def test_sweep_ray_benchmark(smoke):
+    r = _ok(smoke, "sweep_ray")
+    assert r["config"]["dataset"] == "tiny" and r["points"] == 2
+    minimum = {"parse": 1, "chunk": 1, "embed": 1, "index": 1, "retrieve": 2}
+    assert r["minimum_stage_runs"] == minimum
+    for name in ("sequential", "ray"):
+        assert r[name]["failed"] == 0
+        assert {s: r[name]["stage_runs"][s] for s in minimum} == minimum
+    assert r["points_with_different_metrics"] == [] and r["metrics_compared"] > 100
+    assert r["wall_ratio_ray_to_sequential"] > 0 and r["target_met"] is True
+
+
 def test_rerank_benchmark_trains_on_the_fixture_and_reranks(smoke):
     r = _ok(smoke, "rerank")
     assert r["config"]["model"] == "trained now" and r["config"]["queries"] == 9

@@ -21,8 +21,9 @@ def _options() -> list[tuple[str, str]]:
     out = []
     for path in sorted(CONF.rglob("*.yaml")):
         rel = path.relative_to(CONF)
-        # conf/experiment/ holds sweep presets, not options (tests/unit/test_sweep_plan.py)
-        if rel.parent != Path(".") and rel.parts[0] != "experiment":
+        # conf/experiment/ holds sweep presets, not options (tests/unit/test_sweep_plan.py);
+        # conf/hydra/ Hydra's own settings (launcher presets: tests/unit/test_sweep_launchers.py)
+        if rel.parent != Path(".") and rel.parts[0] not in ("experiment", "hydra"):
             out.append((rel.parent.as_posix(), rel.stem))
     return out
 

@@ -4,6 +4,8 @@
     python -m ragrig.sweep --multirun hydra/launcher=joblib ...   # or -j 2: two points at a time
     python -m ragrig.sweep +experiment=hnsw_sweep                 # a preset of conf/experiment/
     python -m ragrig.sweep queue -j 2 retrieve.ef_search=32,64,128  # through DVC's queue
+    python -m ragrig.sweep hydra/launcher=ray ...  # points as Ray tasks (or submitit_slurm,
+                                                   # submitit_local): `launchers`
     python -m ragrig.sweep prepare -S k=v  # the checks a sweep makes first (`make exp`)
 
 Every point is checked and composed before any runs (`grid`), and becomes

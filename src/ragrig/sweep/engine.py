@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragrig.sweep import results
+from ragrig.sweep import launchers, results
 from ragrig.sweep.grid import (
     SweepError,
     _key,
@@ -399,6 +399,12 @@ def sweep(
     from ragrig.sweep.runs import ParentRun, now_ms, run_metrics
 
     stream = stream or sys.stdout
+    sweep_dir = sweep_dir or project / ".ragrig" / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    cluster = None
+    if launchers.requested(overrides):  # probed first: an unusable cluster fails in seconds
+        if executor == "queue":
+            raise SweepError("the DVC queue runs points on this machine: drop hydra/launcher=")
+        cluster = launchers.ClusterLauncher.prepare(project, overrides, sweep_dir)
     check_lock_outputs(project)
     points, swept = plan(project, overrides)
     from ragrig import remote as shared
@@ -408,7 +414,6 @@ def sweep(
         shared.ensure(project, remote, dict(os.environ))
     for root in dict.fromkeys(str(p.cfg["dataset"]["root"]) for p in points):
         link_dataset_root(project, root)
-    sweep_dir = sweep_dir or project / ".ragrig" / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
     logs = sweep_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
 
@@ -428,7 +433,9 @@ def sweep(
     env = base_env(project, uri)
     since = now_ms()
     print(
-        f"sweep: {len(points)} point(s), {jobs} at a time; logs in {logs}"
+        f"sweep: {len(points)} point(s), "
+        + (f"on {cluster.describe()}" if cluster else f"{jobs} at a time")
+        + f"; logs in {logs}"
         + (f"; MLflow parent run {parent.run_id}" if parent else ""),
         file=stream,
         flush=True,
@@ -454,6 +461,9 @@ def sweep(
             queue_env = {**env, **(parent.env("") if parent else {})}
             queue_env.pop("RAGRIG_SWEEP_POINT", None)
             outcomes |= run_queue(todo, jobs, project, queue_env, logs, progress)
+        elif cluster is not None:
+            envs = {p.index: {**env, **(parent.env(p.label) if parent else {})} for p in todo}
+            outcomes |= cluster.run(todo, envs, logs, progress)
         else:
             outcomes |= run_parallel(todo, jobs, one, progress)
     except BaseException:
