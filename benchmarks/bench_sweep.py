@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import _common as C
 from bench_pipeline import copy_tracked, git, read_log, timed
@@ -144,25 +146,36 @@ def sweep_mlflow_seconds(repo: Path, overrides: list[str], n_points: int) -> flo
     return (time.perf_counter() - t0) / max(1, n_points)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_sweep_args(p: argparse.ArgumentParser) -> None:
+    """The arguments every sweep benchmark takes."""
     C.add_common_args(p, params=False)
     p.add_argument("--dataset", choices=["scifact", "tiny"], default=None)
     p.add_argument("--grid", nargs="+", default=None, help="swept overrides (default per dataset)")
-    p.add_argument("--jobs", type=int, default=2, help="points at a time in the parallel sweep")
-    p.add_argument("--skip-sequential", action="store_true", help="leave out the -j 1 sweep")
     p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
-    args = p.parse_args(argv)
+
+
+@dataclasses.dataclass
+class SweepSetup:
+    overrides: list[str]  # the dataset's fixed overrides
+    grid: list[str]  # the swept ones
+    points: list[Any]  # ragrig.sweep.engine.Point, planned
+    schedule: Any  # ragrig.sweep.plan.Schedule of the points
+    minimum: dict[str, int]  # stage -> its distinct configurations (the fewest runs)
+    base: Path  # a fresh scratch folder for the throwaway copies
+    env: dict[str, str]  # offline, this venv first on PATH
+
+
+def sweep_setup(args: Any, grids: dict[str, list[str]], prefix: str) -> SweepSetup:
+    """The dataset (run_all passes the fixture's --dataset-root: `tiny`), its overrides and
+    grid, the planned points and their minimum stage runs, a scratch folder, the environment."""
     C.setup_env()
-    if args.dataset is None:  # run_all passes --dataset-root: the fixture means `tiny`
+    if args.dataset is None:
         tiny = (C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir").resolve()
         args.dataset = "tiny" if args.dataset_root.resolve() == tiny else "scifact"
     overrides = list(BASE[args.dataset])
     if args.dataset == "scifact":
         overrides.append(f"dataset.root={args.dataset_root.resolve()}")
-    grid_args = args.grid or (SCIFACT_GRID if args.dataset == "scifact" else TINY_GRID)
+    grid_args = args.grid or grids[args.dataset]
     sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
     from ragrig.sweep.engine import plan
     from ragrig.sweep.plan import Schedule
@@ -170,14 +183,32 @@ def main(argv: list[str] | None = None) -> dict:
     points, _ = plan(C.PROJECT_ROOT, [*overrides, *grid_args])
     schedule = Schedule([pt.keys for pt in points])
     minimum = {s: schedule.distinct(s) for s in ("parse", "chunk", "embed", "index", "retrieve")}
-    n = len(points)
-    first = points[0].overrides
-
-    base = Path(tempfile.mkdtemp(prefix="ragrig-bench-sweep-", dir=args.workdir))
-    print(f"throwaway copies under {base}; {n} points; minimum stage runs {minimum}", flush=True)
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=args.workdir))
     env = dict(os.environ)
     env.update(C.OFFLINE_ENV)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return SweepSetup(overrides, grid_args, points, schedule, minimum, base, env)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_sweep_args(p)
+    p.add_argument("--jobs", type=int, default=2, help="points at a time in the parallel sweep")
+    p.add_argument("--skip-sequential", action="store_true", help="leave out the -j 1 sweep")
+    args = p.parse_args(argv)
+    setup = sweep_setup(args, {"scifact": SCIFACT_GRID, "tiny": TINY_GRID}, "ragrig-bench-sweep-")
+    overrides, grid_args, points, minimum = (
+        setup.overrides,
+        setup.grid,
+        setup.points,
+        setup.minimum,
+    )
+    n = len(points)
+    first = points[0].overrides
+    base, env = setup.base, setup.env
+    print(f"throwaway copies under {base}; {n} points; minimum stage runs {minimum}", flush=True)
     env.pop("RAGRIG_MLFLOW_URI", None)
 
     def env_for(repo: Path) -> dict:

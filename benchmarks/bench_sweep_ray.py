@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import tempfile
 from pathlib import Path
 
 import _common as C
-from bench_sweep import BASE, fresh_copy, run_sweep
+from bench_sweep import add_sweep_args, fresh_copy, run_sweep, sweep_setup
 
 TINY_GRID = ["chunk.max_tokens=8,16", "index.dense.m=16,32", "retrieve.ef_search=16,64"]
 SCIFACT_GRID = ["chunk.max_tokens=128,256", "index.dense.m=16,32", "retrieve.ef_search=64,128"]
@@ -45,36 +43,22 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    C.add_common_args(p, params=False)
-    p.add_argument("--dataset", choices=["scifact", "tiny"], default=None)
-    p.add_argument("--grid", nargs="+", default=None, help="swept overrides (default per dataset)")
+    add_sweep_args(p)
     p.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray cluster")
-    p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     args = p.parse_args(argv)
-    C.setup_env()
-    if args.dataset is None:  # run_all passes --dataset-root: the fixture means `tiny`
-        tiny = (C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir").resolve()
-        args.dataset = "tiny" if args.dataset_root.resolve() == tiny else "scifact"
-    overrides = list(BASE[args.dataset])
-    if args.dataset == "scifact":
-        overrides.append(f"dataset.root={args.dataset_root.resolve()}")
-    grid_args = args.grid or (SCIFACT_GRID if args.dataset == "scifact" else TINY_GRID)
-    sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
-    from ragrig.sweep.engine import plan
-    from ragrig.sweep.plan import Schedule
-
-    points, _ = plan(C.PROJECT_ROOT, [*overrides, *grid_args])
-    schedule = Schedule([pt.keys for pt in points])
-    stages = ("parse", "chunk", "embed", "index", "retrieve")
-    minimum = {s: schedule.distinct(s) for s in stages}
-    batches = Schedule([pt.keys for pt in points]).batches(len(points))
+    setup = sweep_setup(
+        args, {"scifact": SCIFACT_GRID, "tiny": TINY_GRID}, "ragrig-bench-sweep-ray-"
+    )
+    overrides, grid_args, points, minimum = (
+        setup.overrides,
+        setup.grid,
+        setup.points,
+        setup.minimum,
+    )
+    batches = setup.schedule.batches(len(points))
     first = points[0].overrides
-
-    base = Path(tempfile.mkdtemp(prefix="ragrig-bench-sweep-ray-", dir=args.workdir))
+    base, env = setup.base, setup.env
     print(f"throwaway copies under {base}; {len(points)} points; minimum {minimum}", flush=True)
-    env = dict(os.environ)
-    env.update(C.OFFLINE_ENV)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("RAGRIG_MLFLOW_URI", None)
     env.pop("RAY_ADDRESS", None)  # a local cluster of its own, never someone else's
 

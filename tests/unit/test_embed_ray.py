@@ -12,8 +12,9 @@ import pytest
 
 from ragrig.config import validate_section
 from ragrig.embed import encode_windows, make_embedder
-from ragrig.embed.ray_data import check_address, encode_over_ray, window_rows
+from ragrig.embed.ray_data import encode_over_ray, window_rows
 from ragrig.errors import ConfigError, ServiceError
+from ragrig.ray_probe import probe
 from tests.conftest import FIXTURE
 
 
@@ -44,11 +45,14 @@ def test_ray_needs_a_window():
 
 def test_unreachable_cluster_fails_in_seconds_naming_it():
     t0 = time.perf_counter()
-    with pytest.raises(ServiceError, match=r"Ray cluster at ray://127\.0\.0\.1:9 is unreachable"):
-        check_address("ray://127.0.0.1:9")
+    with pytest.raises(
+        ServiceError,
+        match=r"^Ray cluster at 127\.0\.0\.1:9 \(embed\.executor\.address\) is unreachable: ",
+    ):
+        encode_over_ray(_cfg(window=5, executor={"kind": "ray", "address": "127.0.0.1:9"}), "x")
     assert time.perf_counter() - t0 < 6
-    with pytest.raises(ConfigError, match="expected host:port"):
-        check_address("nowhere")
+    with pytest.raises(ServiceError, match=r"embed\.executor\.address='h:x': expected host:port"):
+        probe("h:x", "embed.executor.address")
 
 
 def test_windows_change_the_batches_not_the_meaning():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ragrig import ray_probe
+from ragrig.ray_probe import PROBE_TIMEOUT_S
 from ragrig.sweep import SweepError, launchers
 from ragrig.sweep.engine import Outcome, Point, Progress
 
@@ -60,7 +62,7 @@ def test_unreachable_ray_address_is_one_line_naming_it():
     t0 = time.perf_counter()
     with pytest.raises(SweepError) as err:
         launchers.probe_ray(f"127.0.0.1:{port}")
-    assert time.perf_counter() - t0 < launchers.PROBE_TIMEOUT_S + 1
+    assert time.perf_counter() - t0 < PROBE_TIMEOUT_S + 1
     assert str(err.value) == (
         f"Ray cluster at 127.0.0.1:{port} (hydra.launcher.ray.init.address) is unreachable: "
         f"Connection refused (127.0.0.1:{port})"
@@ -73,11 +75,11 @@ def test_unreachable_ray_address_is_one_line_naming_it():
 
 
 def test_auto_without_a_running_cluster_says_so(monkeypatch):
-    monkeypatch.setattr(launchers, "_current_cluster", lambda: None)
+    monkeypatch.setattr(ray_probe, "current_cluster", lambda: None)
     with pytest.raises(SweepError, match="no running Ray cluster found for .*address=auto"):
         launchers.probe_ray("auto")
     port = _closed_port()
-    monkeypatch.setattr(launchers, "_current_cluster", lambda: f"127.0.0.1:{port}")
+    monkeypatch.setattr(ray_probe, "current_cluster", lambda: f"127.0.0.1:{port}")
     with pytest.raises(SweepError, match=f"127.0.0.1:{port}"):
         launchers.probe_ray("auto")
 

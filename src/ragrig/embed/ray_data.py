@@ -11,16 +11,15 @@ them into the output array; it never holds the chunk texts.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragrig.errors import ConfigError, RagrigError, ServiceError
+from ragrig.errors import RagrigError
+from ragrig.ray_probe import probe
 
-CONNECT_TIMEOUT_S = 5.0
 # what an encoder actor needs from the driver's environment (offline models, thread counts)
 _FORWARDED_ENV = (
     "HF_HUB_OFFLINE",
@@ -80,27 +79,6 @@ class WindowEncoder:
         }
 
 
-def check_address(address: str) -> None:
-    """An unreachable cluster fails in seconds with one line naming it (Ray's own connect
-    retries for about a minute)."""
-    if address == "auto" or address.startswith("local"):
-        return
-    hostport = address.removeprefix("ray://")
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(
-            f"embed.executor.address {address!r}: expected host:port or ray://host:port"
-        )
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ServiceError(
-            f"Ray cluster at {address} is unreachable ({exc.strerror or exc}); "
-            "set embed.executor.address (or RAY_ADDRESS) to a running cluster, or null for a "
-            "local one"
-        ) from None
-
-
 def _init(executor: Any, src: Path) -> bool:
     """Connect to the configured cluster, or start one here; True when this call started it."""
     import ray
@@ -111,7 +89,6 @@ def _init(executor: Any, src: Path) -> bool:
     if ray.is_initialized():
         return False
     if address:
-        check_address(address)
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
         return True
     ray.init(
@@ -136,11 +113,16 @@ def encode_over_ray(
 
     import ragrig
 
+    ex = cfg.executor
+    if ex.address or os.environ.get("RAY_ADDRESS"):  # one line in seconds, before Ray's retries
+        probe(
+            ex.address or os.environ["RAY_ADDRESS"],
+            "embed.executor.address" if ex.address else "RAY_ADDRESS",
+        )
     rows = pq.ParquetFile(table).metadata.num_rows
     starts = list(range(0, rows, cfg.window))
     if not starts:
         raise RagrigError(f"{table}: no chunks to embed")
-    ex = cfg.executor
     started = _init(ex, Path(ragrig.__file__).resolve().parents[1])
     try:
         ctx = ray.data.DataContext.get_current()

@@ -135,25 +135,13 @@ def experiment_metrics(project: Path, name: str) -> dict[str, float]:
     the run-cache and logged no MLflow run)."""
     import json
 
-    import yaml
-
     from ragrig.metrics.aggregate import flatten
+    from ragrig.remote import RemoteError, experiment_lock
 
-    refs = subprocess.run(
-        ["git", "for-each-ref", "--format=%(refname)", "refs/exps/"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    ref = next((r for r in refs if r.rsplit("/", 1)[-1] == name), None)
-    if ref is None:
+    try:
+        stages = experiment_lock(project, name).get("stages") or {}
+    except RemoteError:  # no such experiment, or none with a dvc.lock
         return {}
-    lock = subprocess.run(
-        ["git", "show", f"{ref}:dvc.lock"], cwd=project, capture_output=True, text=True
-    )
-    if lock.returncode != 0:
-        return {}
-    stages = (yaml.safe_load(lock.stdout) or {}).get("stages") or {}
     md5 = next(
         (
             o.get("md5")

@@ -32,15 +32,12 @@ from typing import Any
 from ragrig.sweep.grid import SweepError
 
 LAUNCHERS = ("ray", "submitit_local", "submitit_slurm")
-PROBE_TIMEOUT_S = 3.0
 LOCAL_OBJECT_STORE_BYTES = 100_000_000  # points return small records, not data
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # a point whose heartbeat is this old has lost its worker
 # conf/hydra/launcher/<name>.yaml carries the plugin's config of the same name: Hydra validates
 # it against that schema, and warns that it does
 SCHEMA_WARNING = r"(?s).*validated against ConfigStore schema"
-GCS_PORT = 6379  # Ray's default head (GCS) port
-CLIENT_PORT = 10001  # Ray Client's default port (ray://host)
 
 
 def requested(overrides: list[str]) -> str | None:
@@ -87,63 +84,15 @@ def compose(project: Path, overrides: list[str], sweep_dir: Path) -> tuple[Any, 
 # -- probes: an unusable cluster fails before any point runs ---------------------------------
 
 
-def _tcp(host: str, port: int, what: str) -> None:
-    try:
-        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
-            return
-    except OSError as exc:
-        if isinstance(exc, TimeoutError):
-            reason = f"no answer within {PROBE_TIMEOUT_S:.0f} s"
-        else:
-            reason = exc.strerror or type(exc).__name__
-        raise SweepError(
-            f"Ray cluster at {what} (hydra.launcher.ray.init.address) is unreachable: "
-            f"{reason} ({host}:{port})"
-        ) from None
-
-
-def _split(address: str, default_port: int) -> tuple[str, int]:
-    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
-    try:
-        return (host or address).strip("[]"), int(port) if port else default_port
-    except ValueError:
-        raise SweepError(
-            f"hydra.launcher.ray.init.address={address!r}: expected host:port, ray://host:port, "
-            "auto or null (a local cluster)"
-        ) from None
-
-
-def _current_cluster() -> str | None:
-    """The address `ray.init(address="auto")` would use: RAY_ADDRESS, else the cluster this
-    machine last started (`ray start`), as Ray records it."""
-    if os.environ.get("RAY_ADDRESS"):
-        return os.environ["RAY_ADDRESS"]
-    try:
-        from ray._private.utils import read_ray_address
-
-        return read_ray_address()
-    except Exception:
-        return None
-
-
 def probe_ray(address: Any) -> None:
     """Fail in seconds, naming the address, when the configured Ray cluster cannot be reached."""
-    if address in (None, "", "local"):
-        return  # the launcher starts a cluster on this machine
-    address = str(address)
-    if address == "auto":
-        found = _current_cluster()
-        if not found:
-            raise SweepError(
-                "no running Ray cluster found for hydra.launcher.ray.init.address=auto "
-                "(RAY_ADDRESS unset and no `ray start` cluster on this machine)"
-            )
-        address = found
-    if address.startswith("ray://"):
-        host, port = _split(address[len("ray://") :], CLIENT_PORT)
-    else:
-        host, port = _split(address, GCS_PORT)
-    _tcp(host, port, address)
+    from ragrig.errors import ServiceError
+    from ragrig.ray_probe import probe
+
+    try:
+        probe(address, "hydra.launcher.ray.init.address")
+    except ServiceError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def probe_slurm() -> None:
