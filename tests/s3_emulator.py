@@ -5,6 +5,7 @@ standard AWS environment variables, never stored in the project."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -56,11 +57,13 @@ class S3Emulator:
 
 
 @contextlib.contextmanager
-def running_s3(port: int | None = None) -> Iterator[S3Emulator]:
+def running_s3(port: int | None = None, env: dict[str, str] | None = None) -> Iterator[S3Emulator]:
+    """`env`: extra environment of the server (e.g. moto's INITIAL_NO_AUTH_ACTION_COUNT)."""
     port = port or free_port()
     endpoint = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

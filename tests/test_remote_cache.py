@@ -10,16 +10,14 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.s3_emulator import free_port, s3  # noqa: F401
+from tests.s3_emulator import free_port, running_s3, s3  # noqa: F401
 
 from .conftest import copy_project, project_env, sh
 
@@ -196,32 +194,8 @@ def test_failed_point_pushes_nothing(tmp_path_factory, s3):  # noqa: F811
 def _s3_with_auth():
     """An emulator that checks credentials (moto: INITIAL_NO_AUTH_ACTION_COUNT=0): every key
     pair is unknown to it, so every request is refused as with wrong credentials."""
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the S3 emulator did not start on {endpoint}") from None
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with running_s3(env={"INITIAL_NO_AUTH_ACTION_COUNT": "0"}) as emulator:
+        yield emulator.endpoint
 
 
 @pytest.fixture(scope="module")
