@@ -47,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
             action="store_true",
             help="run a point even when an experiment of this commit has exactly its params",
         )
+        if not queue:
+            p.add_argument(
+                "--executor",
+                choices=["temp", "worktree"],
+                default="temp",
+                help="temp: each point a `dvc exp run --temp`; worktree: long-lived DVC "
+                "workers, one git worktree per slot, each point `reproduce` + `exp save` "
+                "in-process (ragrig.sweep.inprocess)",
+            )
         p.add_argument("overrides", nargs="*")
         ns = p.parse_args(args[1:] if queue else args)
         sweep_dir = ns.sweep_dir
@@ -58,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             project,
             ns.overrides,
             jobs=jobs,
-            executor="queue" if queue else "temp",
+            executor="queue" if queue else ns.executor,
             sweep_dir=sweep_dir,
             reuse=not ns.no_reuse,
         )

@@ -393,6 +393,14 @@ def sweep(
         if executor == "queue":
             raise SweepError("the DVC queue runs points on this machine: drop hydra/launcher=")
         cluster = launchers.ClusterLauncher.prepare(project, overrides, sweep_dir)
+    if executor == "worktree":
+        from ragrig.sweep.inprocess import check_clean
+
+        if cluster is not None:
+            raise SweepError(
+                "--executor worktree runs points on this machine: drop hydra/launcher="
+            )
+        check_clean(project)
     check_lock_outputs(project)
     points, swept = plan(project, overrides)
     from ragrig import remote as shared
@@ -430,9 +438,20 @@ def sweep(
     )
     progress = Progress(len(points), stream)
 
+    workers = None
+    if executor == "worktree":
+        if remote is not None:
+            raise SweepError("--executor worktree does not pull or push a shared run-cache")
+        from ragrig.sweep.inprocess import WorkerPool
+
+        workers = WorkerPool(project, max(1, jobs))
+
     def one(point: Point) -> Outcome:
         point_env = {**env, **(parent.env(point.label) if parent else {})}
-        return run_point(point, project, point_env, logs / f"{point.index:03d}.log")
+        log = logs / f"{point.index:03d}.log"
+        if workers is not None:
+            return workers.run(point, point_env, log)
+        return run_point(point, project, point_env, log)
 
     done = existing_experiments(project, points) if reuse else {}
     outcomes = {
@@ -458,6 +477,9 @@ def sweep(
         if parent:
             parent.close(len(points), len(points))
         raise
+    finally:
+        if workers is not None:
+            workers.close()
 
     rows = []
     for p in points:
