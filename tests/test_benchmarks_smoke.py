@@ -271,7 +271,11 @@ def test_sweep_benchmark(smoke):
     assert r["rerun"]["stage_runs"] == dict.fromkeys(r["rerun"]["stage_runs"], 0)
     assert r["rerun"]["new_mlflow_runs"] == 0
     overhead = r["overhead_per_point_s"]
-    assert overhead["dvc_experiment_all_restored"] > 0 and overhead["mlflow_report_log_run"] > 0
+    assert set(overhead["dvc_experiment_all_restored"]) == {"temp", "worktree"}
+    assert all(v > 0 for v in overhead["dvc_experiment_all_restored"].values())
+    assert overhead["mlflow_report_log_run"] > 0
+    for executor in ("temp", "worktree"):  # two sweeps of the grid's two points each
+        assert len(overhead["executors"][executor]["point_seconds"]) == 4
     assert r["cold_single_run_s"] > 0
     assert abs(r["yardstick_s"] - 2 * r["cold_single_run_s"]) <= 0.2
 
