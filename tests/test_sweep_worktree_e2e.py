@@ -87,6 +87,12 @@ def test_worktree_sweep_is_lazy_saves_experiments_and_matches_temp(ws):
     assert _ran(ws, before) == collections.Counter()
     assert [r["metrics"] for r in again] == [r["metrics"] for r in rows]
 
+    # rerun without --no-reuse: each point is an experiment of this commit, none runs again
+    stdout, reused = _sweep(ws, "wt3", "--executor", "worktree", *BASE, *GRID)
+    progress = [ln for ln in stdout.splitlines() if ln.startswith("[")]
+    assert len(progress) == 4 and all("nothing to run" in ln for ln in progress)
+    assert [r["metrics"] for r in reused] == [r["metrics"] for r in rows]
+
 
 def test_worktree_failing_point_is_reported_and_the_other_runs(ws):
     stdout, rows = _sweep(

@@ -169,6 +169,29 @@ _HASHES: dict[Path, str] = {}
 _EXPERIMENT_FILES = {"params.yaml", "dvc.lock"}
 
 
+def _stage_outs(project: Path) -> list[str]:
+    """The output paths dvc.yaml declares."""
+    import yaml
+
+    stages = (yaml.safe_load((project / "dvc.yaml").read_text()) or {}).get("stages") or {}
+    return [
+        str(next(iter(o)) if isinstance(o, dict) else o).rstrip("/")
+        for spec in stages.values()
+        for o in spec.get("outs") or []
+    ]
+
+
+def _experiment_file(path: str, outs: list[str]) -> bool:
+    """A file an experiment commits besides code: params.yaml and dvc.lock; `exp save` (the
+    worktree executor) also force-adds the top-level metrics and plots inside stage outputs and
+    its own `.dvc/tmp/repro.dat`."""
+    return (
+        path in _EXPERIMENT_FILES
+        or path.startswith(".dvc/tmp/")
+        or any(path == o or path.startswith(o + "/") for o in outs)
+    )
+
+
 def _outside_deps_unchanged(project: Path, lock: dict[str, Any]) -> bool:
     """Every dependency outside the repository (a dataset root such as ../shared/...) still has
     the hash the experiment's dvc.lock recorded (git covers everything inside)."""
@@ -216,13 +239,14 @@ def existing_experiments(project: Path, points: list[Point]) -> dict[int, str]:
             key = json.dumps(yaml.safe_load(text.stdout), sort_keys=True, default=str)
             by_params.setdefault(key, (ref, ref.rsplit("/", 1)[-1]))
     found: dict[int, str] = {}
+    outs = _stage_outs(project)
     for p in points:
         hit = by_params.get(json.dumps(p.cfg, sort_keys=True, default=str))
         if hit is None:
             continue
         lock = _git(project, "show", f"{hit[0]}:dvc.lock")
         changed = _git(project, "diff", "--name-only", "HEAD", hit[0]).stdout.split()
-        if lock.returncode != 0 or set(changed) - _EXPERIMENT_FILES:
+        if lock.returncode != 0 or [c for c in changed if not _experiment_file(c, outs)]:
             continue  # run from a workspace with other changes than its params: not this code
         parsed = yaml.safe_load(lock.stdout) or {}
         if "report" in (parsed.get("stages") or {}) and _outside_deps_unchanged(project, parsed):
