@@ -7,6 +7,8 @@
     python -m ragrig.sweep hydra/launcher=ray ...  # points as Ray tasks (or submitit_slurm,
                                                    # submitit_local): `launchers`
     python -m ragrig.sweep prepare -S k=v  # the checks a sweep makes first (`make exp`)
+    python -m ragrig.sweep --executor worktree -j 2 ...  # long-lived in-process DVC workers,
+                                                         # a git worktree per slot: `inprocess`
 
 Every point is checked and composed before any runs (`grid`), and becomes
 `dvc exp run --temp -S <override> ...`: stages whose command, code, inputs and params are
