@@ -42,22 +42,27 @@ def _runs(ws: Path) -> list:
     return client.search_runs([exp.experiment_id], max_results=1000) if exp else []
 
 
-def _sweep(ws: Path, *args: str, code: int = 0) -> tuple[str, list[dict]]:
-    out = ws / ".ragrig" / "test-sweep"
+def _sweep(ws: Path, *args: str, code: int = 0, name: str = "test-sweep") -> tuple[str, list[dict]]:
+    out = ws / ".ragrig" / name
     shutil.rmtree(out, ignore_errors=True)
     proc = sh([_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args], ws, check=False)
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout, json.loads((out / "rows.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def ws(tmp_path_factory) -> Path:
-    ws = copy_project(tmp_path_factory.mktemp("sweep") / "proj")
+def tiny_sweep_project(root: Path) -> Path:
+    """A committed copy of the project with the sweep's base params on the tiny fixture."""
+    ws = copy_project(root)
     sh([_python(), "-m", "ragrig.cli", "init-dvc"], ws)
     sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE], ws)
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "tiny params"], ws)
     return ws
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory) -> Path:
+    return tiny_sweep_project(tmp_path_factory.mktemp("sweep") / "proj")
 
 
 def test_parallel_sweep_computes_each_stage_configuration_once(ws):

@@ -7,25 +7,20 @@ metrics, and a failing point is reported while the others run."""
 from __future__ import annotations
 
 import collections
-import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import copy_project, sh
-from .test_sweep_e2e import BASE, GRID, _python, _ran, _runs
+from .conftest import sh
+from .test_sweep_e2e import BASE, GRID, _python, _ran, _runs, tiny_sweep_project
+from .test_sweep_e2e import _sweep as sweep_in
 
 pytestmark = pytest.mark.e2e
 
 
 def _sweep(ws: Path, name: str, *args: str, code: int = 0) -> tuple[str, list[dict]]:
-    out = ws / ".ragrig" / name
-    shutil.rmtree(out, ignore_errors=True)
-    proc = sh([_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args], ws, check=False)
-    assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout, json.loads((out / "rows.json").read_text())
+    return sweep_in(ws, *args, code=code, name=name)
 
 
 def _experiments(ws: Path) -> list[str]:
@@ -41,12 +36,7 @@ def _experiments(ws: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> Path:
-    ws = copy_project(tmp_path_factory.mktemp("sweep-wt") / "proj")
-    sh([_python(), "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE], ws)
-    sh(["git", "add", "-A"], ws)
-    sh(["git", "commit", "-qm", "tiny params"], ws)
-    return ws
+    return tiny_sweep_project(tmp_path_factory.mktemp("sweep-wt") / "proj")
 
 
 def test_worktree_sweep_is_lazy_saves_experiments_and_matches_temp(ws):
