@@ -11,10 +11,11 @@ negation checks), and, for comparison, the same judge without its negation check
 (`overlap_entities`) and without both (`overlap_lexical`, the lexical overlap alone). Per kind: the
 share flagged, and, for the perturbations, the share flagged among probes whose original claim
 the judge accepted (what a perturbation does to an answer the judge believed; for the split
-case, the share still supported among those). Per source (SciFact, MTRAG) in the JSON. Targets:
-negation >= 95%, changed number >= 90%, swapped entity >= 90% flagged; the claim with its
-evidence split across two adjacent sentences still supported >= 90%. The lexical judge is not
-expected to meet them.
+case, the share still supported among those). Per source (SciFact, MTRAG) in the JSON. Targets,
+on those conditional shares (a probe changes a claim the judge believed; a judge that flags
+every claim has no accepted original and meets nothing): negation >= 95%, changed number >= 90%,
+swapped entity >= 90% flagged; the claim with its evidence split across two adjacent sentences
+still supported >= 90%. The share of originals accepted is the judge's recall beside them.
 
 It also times the sentence segmenter (sentences/s over the first --segmenter-docs abstracts of
 --dataset-root, uncached) and the configured judge over every rated MTRAG answer (answers/s,
@@ -34,11 +35,12 @@ from pathlib import Path
 import _common as C
 import build_probes as B
 
+# kind -> (measure, target): shares among the probes whose original claim the judge accepted
 TARGETS = {
-    "negation": ("flagged", 0.95),
-    "changed_number": ("flagged", 0.90),
-    "swapped_entity": ("flagged", 0.90),
-    "split_evidence": ("supported", 0.90),
+    "negation": ("flagged_given_original_accepted", 0.95),
+    "changed_number": ("flagged_given_original_accepted", 0.90),
+    "swapped_entity": ("flagged_given_original_accepted", 0.90),
+    "split_evidence": ("supported_given_original_accepted", 0.90),
 }
 QUICK_MAX_CLAIMS = 40
 
@@ -271,7 +273,15 @@ def main(argv: list[str] | None = None) -> int:
         }
         C.print_table(
             f"judge {name}: {len(probes)} probes, {len(probes) / seconds:.0f} claims/s",
-            ["kind", "n", "no_claims", "flagged", "supported", "same|orig ok", "target"],
+            [
+                "kind",
+                "n",
+                "no_claims",
+                "flagged",
+                "supported",
+                "same|orig ok",
+                "target (same|orig ok)",
+            ],
             [
                 [
                     kind,
@@ -283,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
                         "flagged_given_original_accepted",
                         r.get("supported_given_original_accepted"),
                     ),
-                    "" if "target" not in r else f"{r['target']} met={r['target_met']}",
+                    ""
+                    if "target" not in r
+                    else f">= {next(iter(r['target'].values()))} met={r['target_met']}",
                 ]
                 for kind, r in rows.items()
             ],

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import FIXTURE, PROJECT, project_env
 
@@ -177,15 +178,35 @@ def test_bench_probes_on_the_fixtures(tmp_path):
         name: {k: row["flagged"] for k, row in b["kinds"].items() if row["n"]}
         for name, b in r["backends"].items()
     }
-    # the lexical overlap sees neither "not" nor a changed number
-    assert flagged["overlap_lexical"]["negation"] == pytest.approx(2 / 7)
-    assert flagged["overlap_lexical"]["changed_number"] == 0.5
+    # two-sentence windows: the lexical overlap alone accepts every perturbation of the fixture
+    assert flagged["overlap_lexical"]["negation"] == 0.0
+    assert flagged["overlap_lexical"]["changed_number"] == 0.0
     assert flagged["overlap_entities"]["changed_number"] == 1.0
     assert flagged["overlap_entities"]["swapped_entity"] == 1.0
     assert flagged["overlap_configured"]["negation"] == 1.0
-    # one sentence of evidence: the split case is rejected, so the target is not met
+    # the split evidence is read as one window: still supported, as its original is
     split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
-    assert (split["n"], split["supported"], split["target_met"]) == (1, 0.0, False)
-    assert r["target_met"] is False and r["target_judge"] == "overlap_configured"
+    assert (split["n"], split["supported"], split["supported_given_original_accepted"]) == (1, 1, 1)
+    assert split["target"] == {"supported_given_original_accepted": 0.9}
+    assert r["target_met"] is True and r["target_judge"] == "overlap_configured"
     assert (r["segmenter"]["documents"], r["segmenter"]["sentences"]) == (20, 35)
     assert r["judge_speed_mtrag"]["answers"] == 5 and r["judge_speed_mtrag"]["answers_per_s"] > 0
+
+
+def test_bench_probes_with_one_sentence_windows_misses_the_split_target(tmp_path):
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    params["judge"]["window"] = 1
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    out = tmp_path / "r.json"
+    args = ["--dataset-root", FIXTURE, "--mtrag-root", MTRAG, "--params", tmp_path / "params.yaml"]
+    proc = _run("bench_probes.py", *args, "--json", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
+    # one sentence of evidence: the split claim is rejected though its original was accepted
+    assert (split["n"], split["supported_given_original_accepted"], split["target_met"]) == (
+        1,
+        0.0,
+        False,
+    )
+    assert r["target_met"] is False

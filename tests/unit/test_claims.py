@@ -6,7 +6,7 @@ import pytest
 
 from ragrig.judge import InvalidVerdict, Verdict
 from ragrig.judge import entities as ent
-from ragrig.judge.overlap import OverlapJudge
+from ragrig.judge.overlap import OverlapJudge, claim_negations, negation_scopes
 from ragrig.judge.refusal import is_refusal, split_refusal
 from ragrig.text import sentence_spans, split_sentences
 
@@ -305,6 +305,37 @@ def test_negated_claim_needs_a_negated_sentence():
     assert OverlapJudge().judge("q", "Aspirin does not cure gout.", ctx).score == 1.0
 
 
+def test_negation_must_negate_what_the_claim_negates():
+    ctx = [
+        "Clear relationships were observed between hip fracture risk and statin use. There was "
+        "no evidence of such relationships with nonstatin agents."
+    ]
+    # the context negates "evidence", the claim negates "inverse": flagged
+    claim = "There is not an inverse relationship between hip fracture risk and statin use."
+    assert OverlapJudge(negation_check=False).judge("q", claim, ctx).score == 1.0
+    assert OverlapJudge().judge("q", claim, ctx).score == 0.0
+    # a paraphrased negation of the same word is support: "not associated with an increased"
+    ctx = ["Use of ADHD medications was not associated with an increased risk of cardiac events."]
+    claim = "ADHD medications do not increase the risk of cardiac events."
+    assert OverlapJudge().judge("q", claim, ctx).score == 1.0
+    # ... a negation farther than NEGATION_SCOPE content words away is not
+    far = [
+        "ADHD medications were not studied in long clinical trials of adults, and increase the risk of cardiac events."
+    ]
+    assert OverlapJudge().judge("q", claim, far).score == 0.0
+
+
+def test_negation_scopes_and_claim_negations():
+    assert negation_scopes("It does not increase the risk, and there is no evidence.", 2) == [
+        {"increas", "risk"},
+        {"evid"},
+    ]
+    assert negation_scopes("They don’t cure gout.", 4) == [{"cure", "gout"}]
+    assert claim_negations("Aspirin does not reduce fever.") == (frozenset({"reduc"}),)
+    assert claim_negations("No.") == (frozenset(),)
+    assert claim_negations("Aspirin reduces fever.") == ()
+
+
 def test_negation_check_is_one_way(reference):
     # the reference lesson: a context negation is not seen (it may belong to another clause)
     ex = reference["unseen_entity_flag"]
@@ -314,8 +345,8 @@ def test_negation_check_is_one_way(reference):
 def test_window_joins_adjacent_sentences_of_one_passage():
     ctx = ["The county library opens on weekdays. It offers guides for appeals."]
     answer = "The county library opens on weekdays and offers guides for appeals."
-    assert OverlapJudge().judge("q", answer, ctx).score == 0.0  # 4/7 words in one sentence
-    assert OverlapJudge(window=2).judge("q", answer, ctx).score == 1.0
+    assert OverlapJudge(window=1).judge("q", answer, ctx).score == 0.0  # 4/7 in one sentence
+    assert OverlapJudge().judge("q", answer, ctx).score == 1.0  # the default window is 2
     # two passages are never one window
     split = ["The county library opens on weekdays.", "It offers guides for appeals."]
     assert OverlapJudge(window=2).judge("q", answer, split).score == 0.0

@@ -137,10 +137,10 @@ class JudgeOverlap(JudgeBase):
     )
     negation_check: bool = Field(
         True,
-        description="a negated claim needs a supporting sentence that is negated too",
+        description="a negated claim needs a supporting sentence that negates the same word",
     )
     window: int = Field(
-        1, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
+        2, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ragrig.judge import Verdict
@@ -19,8 +20,11 @@ _ATTRIBUTION = re.compile(
     r"(?:\s+(?:provided|given|above))?\s*,\s*",
     re.IGNORECASE,
 )
-# Negation cues: a claim that negates needs a supporting sentence that negates too.
-_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot)\b|n't\b", re.IGNORECASE)
+# Negation cues: a claim that negates needs a supporting sentence that negates the same thing.
+_RAW_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_CUES = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot"})
+# How many content words after a context sentence's negation cue are in its scope.
+NEGATION_SCOPE = 4
 # Answer particles: "Yes, in 2008" checks "2008"; a bare "Yes" checks the question's terms.
 _PARTICLES = frozenset({"yes", "no", "yeah", "nope", "correct", "indeed", "true", "false"})
 
@@ -44,8 +48,11 @@ class OverlapJudge:
     `window` > 1, in a run of up to `window` adjacent sentences of one passage) and, with
     `entity_check`, every name and number of it occurs in the context (numbers compared as
     numbers: "25 hours" is not "24 hours"); with `negation_check`, a claim holding a negation
-    ("not", "no", "never", "n't") needs a supporting sentence that holds one too (one direction
-    only: a context sentence's negation may belong to another clause).
+    ("not", "no", "never", "n't") needs a supporting sentence that negates the same thing: the
+    first content word after each of the claim's cues must be among the first NEGATION_SCOPE
+    content words after a cue of the sentence ("does not increase the risk" is supported by "was
+    not associated with an increased risk", not by "no evidence of such relationships"). One
+    direction only: a context sentence's negation may belong to another clause.
 
     Claims come from a sentence segmenter that knows abbreviations and citations. A refusal
     (every sentence declines: "I do not have specific information", "The provided passages don't
@@ -65,7 +72,7 @@ class OverlapJudge:
         min_content_words: int = 2,
         entity_check: bool = True,
         negation_check: bool = True,
-        window: int = 1,
+        window: int = 2,
         answer_model: Any | None = None,
     ):
         if window < 1:
@@ -91,16 +98,22 @@ class OverlapJudge:
             AnswerModel.from_config(model) if model is not None else None,
         )
 
-    def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], bool]]:
-        """(content words, negated) of every context sentence and, with `window` > 1, of every
-        run of up to `window` adjacent sentences of one passage."""
+    def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], set[str]]]:
+        """(content words, negated words) of every context sentence and, with `window` > 1, of
+        every run of up to `window` adjacent sentences of one passage. The negated words are
+        those in a negation's scope: the first NEGATION_SCOPE content words after each cue."""
         units = []
         for c in contexts:
-            sents = [(self._words(s), bool(_NEGATION.search(s))) for s in split_sentences(c)]
+            sents = [
+                (self._words(s), set().union(*negation_scopes(s, NEGATION_SCOPE)))
+                for s in split_sentences(c)
+            ]
             for i in range(len(sents)):
                 for j in range(i + 1, min(i + self.window, len(sents)) + 1):
                     run = sents[i:j]
-                    units.append((set().union(*(w for w, _ in run)), any(n for _, n in run)))
+                    units.append(
+                        (set().union(*(w for w, _ in run)), set().union(*(n for _, n in run)))
+                    )
         return units
 
     @staticmethod
@@ -145,16 +158,19 @@ class OverlapJudge:
     def supported(
         self,
         words: set[str],
-        context_sentences: list[tuple[set[str], bool]],
+        context_sentences: list[tuple[set[str], set[str]]],
         short: bool = False,
-        negated: bool = False,
+        negated: tuple[frozenset[str], ...] = (),
     ) -> bool:
         """Some context sentence holds enough of `words` (all of them for a short answer) and,
-        when the claim is `negated` and `negation_check` is on, holds a negation too."""
+        with `negation_check`, negates what the claim negates: for each negation of the claim
+        (`negated`: per cue, the first content word it negates, or none), the sentence has that
+        word in a negation's scope (a bare cue: any negation)."""
         need = 1.0 if short else self.threshold
-        need_negation = negated and self.negation_check
+        scopes = negated if self.negation_check else ()
         return any(
-            len(words & s) / len(words) >= need and (neg or not need_negation)
+            len(words & s) / len(words) >= need
+            and all((scope <= neg) if scope else bool(neg) for scope in scopes)
             for s, neg in context_sentences
         )
 
@@ -173,7 +189,7 @@ class OverlapJudge:
         ctx = self.evidence_units(contexts)
         sup = []
         for c in cs.claims:
-            ok = self.supported(cs.words[c], ctx, cs.short, bool(_NEGATION.search(cs.surface[c])))
+            ok = self.supported(cs.words[c], ctx, cs.short, claim_negations(cs.surface[c]))
             if ok and self.entity_check:
                 ok = not ent.check(cs.surface[c], contexts).flag
             if ok:
@@ -191,3 +207,36 @@ class OverlapJudge:
                 self.answer_model.score(answer, contexts) if self.answer_model is not None else None
             ),
         )
+
+
+@lru_cache(maxsize=65536)
+def _stems(word: str) -> tuple[str, ...]:
+    return tuple(tokenize([word])[0])
+
+
+def _is_cue(word: str) -> bool:
+    return word in _CUES or word.endswith("n't")
+
+
+def negation_scopes(text: str, width: int) -> list[set[str]]:
+    """Per negation cue of `text` ("not", "no", "never", "n't"...), the stemmed content words of
+    the next `width` content words: what the negation is about."""
+    raw = [w.lower().replace("\u2019", "'") for w in _RAW_WORD.findall(text.replace("\u2019", "'"))]
+    out = []
+    for i, w in enumerate(raw):
+        if not _is_cue(w):
+            continue
+        after = [t for t in raw[i + 1 :] if not _is_cue(t)]
+        stems: list[str] = []
+        for t in after:
+            stems.extend(_stems(t))
+            if len(stems) >= width:
+                break
+        out.append(set(stems[:width]))
+    return out
+
+
+def claim_negations(text: str) -> tuple[frozenset[str], ...]:
+    """Per negation cue of a claim, the first content word it negates (empty for a bare cue):
+    "does not increase the risk" -> ({"increas"},)."""
+    return tuple(frozenset(s) for s in negation_scopes(text, 1))
