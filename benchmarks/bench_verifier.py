@@ -7,7 +7,9 @@ answer-level aggregations fare against MTRAG's human faithfulness ratings.
   caps the pairs; the smoke run trains a few pairs of the tiny fixture);
 * scoring: pairs/s of the cross-encoder alone on training pairs;
 * judge: answers/s of `judge=verifier` (conf/judge/verifier.yaml) over every rated MTRAG answer
-  (question: the conversation), all claims of an answer in one batch;
+  (question: the conversation) as the judge stage runs it (every answer's pairs prefetched in
+  one length-sorted run), side by side with each answer alone (all its claims in one batch) and
+  with `quantize: int8` (largest P(support) difference, claims whose verdict changed);
 * aggregations: the answer-level score as the mean claim P(support) (`mean_p`, what calibration
   uses), the supported share (`share`), the weakest claim (`min_p`), the mean P(support)
   blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2), and with the naive
@@ -53,6 +55,21 @@ def aggregate(verdict, how: str, lexical: float | None = None) -> float | None:
     if how == "mean_p_lexical" and lexical is not None:
         return 0.5 * mean + 0.5 * lexical
     return mean
+
+
+def _max_diff(a: list, b: list) -> float:
+    """The largest difference of a claim's P(support) between two runs over the same answers."""
+    diffs = [
+        abs(x - y)
+        for va, vb in zip(a, b, strict=True)
+        for x, y in zip(va.claim_scores or (), vb.claim_scores or (), strict=True)
+    ]
+    return round(max(diffs, default=0.0), 6)
+
+
+def _changed(a: list, b: list) -> int:
+    """Claims supported in one run and not in the other."""
+    return sum(len(set(va.supported) ^ set(vb.supported)) for va, vb in zip(a, b, strict=True))
 
 
 def _trained(args, threads: int, tmp: Path) -> tuple[Path, dict]:
@@ -136,13 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         rated = load_mtrag_human(mtrag if mtrag.exists() else args.mtrag_root / MTRAG_FILE, 3.0)
         answers = rated.answers[: args.max_answers] if args.max_answers else rated.answers
         split = split_tasks((a.task_id for a in rated.answers), 13, "task")
-        verdicts = []
+        items = [(a.judge_question("conversation"), a.answer, list(a.contexts)) for a in answers]
+        # side by side on the same answers: each answer alone (all its claims in one batch), the
+        # judge stage's path (every answer's pairs prefetched in one length-sorted run), and the
+        # same with the int8 verifier
+        judge.verifier.support(pairs[:8])  # warm up: not the first pass's cost alone
         t0 = time.perf_counter()
-        for a in answers:
-            verdicts.append(
-                judge.judge(a.judge_question("conversation"), a.answer, list(a.contexts))
-            )
+        alone = [judge.judge(*item) for item in items]
+        alone_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        judge.prefetch(items)
+        verdicts = [judge.judge(*item) for item in items]
         judge_s = time.perf_counter() - t0
+        int8 = VerifierJudge.from_config(jcfg.model_copy(update={"quantize": "int8"}))
+        int8.verifier.support(pairs[:8])
+        t0 = time.perf_counter()
+        int8.prefetch(items)
+        int8_verdicts = [int8.judge(*item) for item in items]
+        int8_s = time.perf_counter() - t0
 
     result = {
         **C.header("verifier", ["torch", "transformers", "sentence-transformers"]),
@@ -178,6 +206,17 @@ def main(argv: list[str] | None = None) -> int:
             "answers_per_s": round(len(answers) / judge_s, 2) if judge_s else None,
             "claims": sum(len(v.extracted) for v in verdicts),
             "status": {s: sum(v.outcome == s for v in verdicts) for s in ("scored", "no_claims")},
+            "per_answer_batches": {
+                "seconds": round(alone_s, 2),
+                "answers_per_s": round(len(answers) / alone_s, 2) if alone_s else None,
+                "max_abs_diff": _max_diff(alone, verdicts),
+            },
+            "int8": {
+                "seconds": round(int8_s, 2),
+                "answers_per_s": round(len(answers) / int8_s, 2) if int8_s else None,
+                "max_abs_diff": _max_diff(int8_verdicts, verdicts),
+                "claims_changed": _changed(int8_verdicts, verdicts),
+            },
         },
         "aggregations": {},
     }
@@ -228,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"training: {t['pairs']} pairs in {t['train_seconds']} s ({t['pairs_per_s']} pairs/s); "
         f"scoring {result['scoring']['pairs_per_s']} pairs/s; judge "
-        f"{result['judge']['answers_per_s']} answers/s over {len(answers)} MTRAG answers"
+        f"{result['judge']['answers_per_s']} answers/s over {len(answers)} MTRAG answers "
+        f"(each answer alone {result['judge']['per_answer_batches']['answers_per_s']}, int8 "
+        f"{result['judge']['int8']['answers_per_s']}, {result['judge']['int8']['claims_changed']} "
+        "claims changed)"
     )
     C.print_table(
         "answer-level aggregation (threshold fitted on the calibration half)",

@@ -181,6 +181,9 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert t["pairs"] == 12 and sum(t["labels"].values()) == 12 and t["train_seconds"] > 0
     assert r["scoring"]["pairs"] == 12 and r["scoring"]["pairs_per_s"] > 0
     assert r["judge"]["answers"] == 16 and r["judge"]["answers_per_s"] > 0
+    # the prefetched run scores the same pairs as each answer alone, in other batches
+    assert r["judge"]["per_answer_batches"]["max_abs_diff"] < 1e-4
+    assert r["judge"]["int8"]["answers_per_s"] > 0 and r["judge"]["int8"]["max_abs_diff"] > 0
     assert set(r["aggregations"]) == {
         "mean_p",
         "share",

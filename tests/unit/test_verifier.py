@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,6 +15,7 @@ from ragrig.config import load_params
 from ragrig.errors import ConfigError, DataValidationError
 from ragrig.judge import judge_all
 from ragrig.judge.verifier import VerifierJudge, evidence_windows, preselect
+from ragrig.judge.verifier_model import Verifier
 from ragrig.text import tokenize
 from ragrig.verifier import data as D
 from ragrig.verifier.config import TrainVerifierConfig
@@ -289,7 +291,7 @@ def test_context_without_sentences_is_scored_unsupported_not_a_crash():
     v = VerifierJudge(verifier=rec).judge("", "Mars has two moons.", ["", "   "])
     assert (v.outcome, v.score, v.claim_scores) == ("scored", 0.0, (0.0,))
     assert "context has no sentences" in v.reason
-    assert rec.calls == [[]]  # nothing to read
+    assert rec.calls == []  # nothing to read: no model call
 
 
 def test_answer_of_only_citations_has_no_claims():
@@ -318,6 +320,71 @@ def test_judge_all_writes_p_supported(reference):
     # renormalised without an LLM judge
     assert out.loc[0, "entity_overlap"] == 1.0
     assert out.loc[0, "faithfulness"] == pytest.approx((0.4 * 0.225 + 0.2 * 1.0) / 0.6)
+
+
+def test_prefetch_scores_every_answer_in_one_call_and_judge_reads_it(reference):
+    ex = reference["claim_faithfulness"]
+    table = {
+        ("Mars has two moons", "Mars has two moons, Phobos and Deimos."): 0.9,
+        ("Curiosity landed in 2012", "NASA's Curiosity rover landed on Mars in 2012."): 0.7,
+    }
+    gens = pd.DataFrame(
+        {
+            "qid": ["q1", "q2", "q3"],
+            "status": ["ok", "ok", "error"],
+            "answer": [ex["answer"], "Curiosity landed in 2012.", ""],
+            "contexts": [json.dumps([ex["context"]])] * 3,
+        }
+    )
+    queries = {"q1": "", "q2": "", "q3": ""}
+    first, second = Recorder(table), Recorder(table)
+    alone = judge_all(VerifierJudge(verifier=first), gens[:1], queries, progress=False)
+    judge_all(VerifierJudge(verifier=second), gens[1:2], queries, progress=False)
+    rec = Recorder(table)
+    out = judge_all(VerifierJudge(verifier=rec), gens, queries, progress=False)
+    # both answers' pairs in one model call (the failed generation is not read), none after it
+    assert rec.calls == [first.calls[0] + second.calls[0]] and len(rec.calls[0]) == 10
+    assert out.loc[0, "claims"] == alone.loc[0, "claims"]
+    assert out.loc[0, "claim_support"] == 0.5 and out.loc[1, "claim_support"] == 1.0
+    assert list(out["status"]) == ["scored", "scored", "skipped"]
+    # a claim not prefetched is scored when judged
+    judge = VerifierJudge(verifier=rec)
+    judge.prefetch([("", "Curiosity landed in 2012.", [ex["context"]])])
+    v = judge.judge("", "Mars has two moons.", [ex["context"]])
+    assert v.claim_scores == (0.9,) and len(rec.calls) == 3
+
+
+def test_verifier_scores_each_pair_once_in_length_sorted_batches(tiny_model):
+    out, _ = tiny_model
+    verifier = Verifier(out, batch_size=2)
+    seen = []
+    predict = verifier.model.predict
+    verifier.model.predict = lambda pairs, **kw: seen.append(list(pairs)) or predict(pairs, **kw)
+    pairs = [
+        ("Mars has two moons", "Mars has two moons, Phobos and Deimos, both small."),
+        ("Moons", "Phobos."),
+        ("Mars has two moons", "Mars has two moons, Phobos and Deimos, both small."),
+        ("Curiosity landed", "Curiosity landed in 2012."),
+    ]
+    probs = verifier.probabilities(pairs)
+    assert seen == [[pairs[1], pairs[3], pairs[0]]]  # shortest first, the duplicate once
+    assert probs.shape == (4, 3) and (probs[0] == probs[2]).all()
+    one = [Verifier(out).probabilities([pair])[0] for pair in pairs[:2]]
+    assert np.allclose(probs[:2], one, atol=1e-5)
+
+
+def test_int8_verifier_scores_close_to_fp32(tiny_model, reference):
+    out, _ = tiny_model
+    ex = reference["claim_faithfulness"]
+    fp32 = VerifierJudge(out).judge("", ex["answer"], [ex["context"]]).claim_scores
+    int8 = VerifierJudge(out, quantize="int8")
+    again = VerifierJudge(out, quantize="int8").judge("", ex["answer"], [ex["context"]])
+    assert int8.verifier.quantize == "int8"
+    scores = int8.judge("", ex["answer"], [ex["context"]]).claim_scores
+    assert scores == again.claim_scores  # deterministic
+    assert scores != fp32 and np.allclose(scores, fp32, atol=0.05)
+    with pytest.raises(ConfigError, match="quantize 'fp8'"):
+        Verifier(out, quantize="fp8")
 
 
 def test_trained_tiny_verifier_judges_deterministically(tiny_model, reference):

@@ -7,9 +7,10 @@ sentences of one passage is ranked by the share of the claim's content words it 
 top `windows_per_claim` are kept, plus, when the best two come from different passages and
 together hold more of the claim than either, their concatenation (a claim drawing on two
 passages). The verifier (`ragrig.verifier`, trained by the train_verifier stage) reads those
-pairs, all claims of an answer in one batch; a claim's P(support) is the maximum over its
-windows. A claim none of whose content words occurs in the context gets P(support) 0 without
-a model call.
+pairs, all claims of an answer in one batch, or, after `prefetch(items)` (the judge stage calls
+it with every answer), the pairs of all answers in one length-sorted run, so that batches hold
+pairs of similar length; a claim's P(support) is the maximum over its windows. A claim none of
+whose content words occurs in the context gets P(support) 0 without a model call.
 
 A claim is supported when P(support) >= `support_threshold` and (with `entity_check`) every name
 and number of it occurs in the context; its claim score is P(support), or 0 when the entity
@@ -82,6 +83,7 @@ class VerifierJudge:
         batch_size: int = 32,
         threads: int = 2,
         verifier: Any = None,
+        quantize: str = "none",
     ):
         if window < 1 or windows_per_claim < 1:
             raise ValueError("window and windows_per_claim must be >= 1")
@@ -94,9 +96,15 @@ class VerifierJudge:
             from ragrig.judge.verifier_model import Verifier
 
             verifier = Verifier(
-                model if model is not None else DEFAULT_MODEL, max_length, batch_size, threads
+                model if model is not None else DEFAULT_MODEL,
+                max_length,
+                batch_size,
+                threads,
+                quantize,
             )
         self.verifier = verifier
+        # (claim, evidence) -> P(support), filled by prefetch()
+        self._scored: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_config(cls, cfg: Any) -> VerifierJudge:
@@ -110,12 +118,14 @@ class VerifierJudge:
             cfg.max_length,
             cfg.batch_size,
             cfg.threads,
+            quantize=cfg.quantize,
         )
 
-    def claim_probabilities(
+    def _pairs(
         self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
-    ) -> list[float]:
-        """Max P(support) over each claim's pre-selected windows (0 when none), one batch."""
+    ) -> tuple[list[tuple[str, str]], list[int]]:
+        """The (claim, window) pairs the verifier reads for these claims, with each pair's claim
+        index."""
         windows = evidence_windows(contexts, self.window)
         pairs: list[tuple[str, str]] = []
         owner: list[int] = []
@@ -123,8 +133,31 @@ class VerifierJudge:
             for text in preselect(words[c], windows, self.k):
                 pairs.append((c, text))
                 owner.append(i)
+        return pairs, owner
+
+    def prefetch(self, items: list[tuple[str, str, list[str]]]) -> int:
+        """Score the pairs of every (question, answer, contexts) in one run (length-sorted
+        batches across answers); judge() then reads them instead of calling the model. The
+        scores of earlier prefetches are dropped. Returns the number of pairs."""
+        pairs: list[tuple[str, str]] = []
+        for question, answer, contexts in items:
+            cs = self.claims.claim_set(question, answer)
+            if cs.claims:
+                pairs += self._pairs(cs.claims, cs.words, contexts)[0]
+        self._scored = dict(zip(pairs, self.verifier.support(pairs), strict=True))
+        return len(pairs)
+
+    def claim_probabilities(
+        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
+    ) -> list[float]:
+        """Max P(support) over each claim's pre-selected windows (0 when none): prefetched
+        scores, the others in one batch."""
+        pairs, owner = self._pairs(claims, words, contexts)
+        missing = [pair for pair in pairs if pair not in self._scored]
+        fresh = dict(zip(missing, self.verifier.support(missing), strict=True)) if missing else {}
         probs = [0.0] * len(claims)
-        for i, p in zip(owner, self.verifier.support(pairs), strict=True):
+        for i, pair in zip(owner, pairs, strict=True):
+            p = self._scored[pair] if pair in self._scored else fresh[pair]
             probs[i] = max(probs[i], p)
         return probs
 
