@@ -175,11 +175,12 @@ def lock_trusted() -> Iterator[None]:
     `exp save` derives the experiment's hash and name; anything else is DVC's own commit.
     tests/unit/test_sweep_inprocess.py checks that `dvc commit --force` after a point changes
     nothing."""
-    from dvc.repo import Repo, locked
+    from dvc.repo import Repo
 
     original = Repo.commit
 
-    @locked
+    # Not re-locked as DVC's is (that would reset the index `exp save` has just loaded from
+    # dvc.lock for its top-level metrics and plots, and load it again): the index is that one.
     def commit(self: Any, target: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
         if target or args or kwargs.get("with_deps") or kwargs.get("data_only"):
             return original(self, target, *args, **kwargs)
@@ -197,9 +198,32 @@ def lock_trusted() -> Iterator[None]:
 _SLOT: Path | None = None
 
 
+def _warm_up(slot: Path) -> None:
+    """The worker's one-time start-up, before its first point: import DVC and ragrig's params
+    composition, and load the slot's pipeline once (the modules DVC imports on first use: stage
+    loading, outputs, the graph, git), as the slot's worktree is made here too. The points'
+    seconds are then what each point costs; the sweep's wall time includes this once per slot."""
+    import dvc.repo.experiments.executor.base  # noqa: F401
+    import dvc.repo.reproduce  # noqa: F401
+    import dvc.stage.cache  # noqa: F401
+    from dvc.repo import Repo
+
+    import ragrig.params  # noqa: F401
+
+    cwd = os.getcwd()
+    os.chdir(slot)
+    try:
+        with Repo(str(slot)) as repo:
+            repo.index.graph  # noqa: B018
+            repo.scm.get_rev()
+    finally:
+        os.chdir(cwd)
+
+
 def _init_worker(project: str, slots: Any) -> None:
     global _SLOT
     _SLOT = prepare_slot(Path(project), slots.get())
+    _warm_up(_SLOT)
 
 
 def run_in_slot(
