@@ -199,17 +199,20 @@ _SLOT: Path | None = None
 
 
 def _warm_up(slot: Path) -> None:
-    """The worker's one-time start-up, before its first point: import DVC and ragrig's params
-    composition, and load the slot's pipeline once (the modules DVC imports on first use: stage
+    """The worker's one-time start-up, before its first point: import DVC, compose the params once
+    (nothing written), and load the slot's pipeline once (the modules DVC imports on first use: stage
     loading, outputs, the graph, git), as the slot's worktree is made here too. The points'
     seconds are then what each point costs; the sweep's wall time includes this once per slot."""
     import dvc.repo.experiments.executor.base  # noqa: F401
     import dvc.repo.reproduce  # noqa: F401
     import dvc.stage.cache  # noqa: F401
+    import yaml
     from dvc.repo import Repo
 
-    import ragrig.params  # noqa: F401
+    from ragrig.params import compose_yaml, validate_composition
 
+    # Hydra's first composition initialises it, the first validation imports the config models
+    validate_composition(yaml.safe_load(compose_yaml(slot / "conf", [])))
     cwd = os.getcwd()
     os.chdir(slot)
     try:
@@ -250,12 +253,21 @@ def run_in_slot(
     try:
         from dvc.repo import Repo
 
+        marks = [("params", time.perf_counter(), time.process_time())]
         write_params(slot / "conf", slot / "params.yaml", overrides)
         with Repo(str(slot)) as repo:
+            marks.append(("reproduce", time.perf_counter(), time.process_time()))
             reproduce_batched(repo)
+            marks.append(("exp save", time.perf_counter(), time.process_time()))
             with lock_trusted():
                 rev = repo.experiments.save()
+        marks.append(("", time.perf_counter(), time.process_time()))
         name = experiment_of(slot, rev)
+        spent = ", ".join(
+            f"{a[0]} {b[1] - a[1]:.2f} s (CPU {b[2] - a[2]:.2f} s)"
+            for a, b in zip(marks, marks[1:], strict=False)
+        )
+        print(f"# in-process DVC worker: {spent}", flush=True)
         print(f"Ran experiment(s): {name}", flush=True)
         return True, time.perf_counter() - start, None, name
     except Exception as exc:  # the point failed: its error, the sweep goes on
