@@ -10,6 +10,8 @@ the worker's process (stages unchanged since the slot's last point are skipped, 
 from the run-cache or run), then `Repo.experiments.save()`: a DVC experiment of HEAD, listed by
 `dvc exp show` in the project like a `--temp` one. The interpreter, DVC's imports and the
 worktree stay from one point to the next; the stash and temporary copy of `--temp` are gone.
+Within a point, dvc.lock is written once (`reproduce_batched`) and `exp save` does not commit
+again what `reproduce` has just recorded (`lock_trusted`); see the notes above them.
 
 The slot's worktree holds HEAD only: a sweep with uncommitted changes to tracked files (other
 than params.yaml and dvc.lock) is refused, where `--temp` would run them.
