@@ -10,6 +10,8 @@ the worker's process (stages unchanged since the slot's last point are skipped, 
 from the run-cache or run), then `Repo.experiments.save()`: a DVC experiment of HEAD, listed by
 `dvc exp show` in the project like a `--temp` one. The interpreter, DVC's imports and the
 worktree stay from one point to the next; the stash and temporary copy of `--temp` are gone.
+Within a point, dvc.lock is written once (`reproduce_batched`) and `exp save` does not commit
+again what `reproduce` has just recorded (`lock_trusted`); see the notes above them.
 
 The slot's worktree holds HEAD only: a sweep with uncommitted changes to tracked files (other
 than params.yaml and dvc.lock) is refused, where `--temp` would run them.
@@ -22,7 +24,9 @@ import os
 import subprocess
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +87,148 @@ def experiment_of(project: Path, rev: str) -> str | None:
     return names[0] if names else None
 
 
+# -- DVC's per-point work, cheaper --------------------------------------------------------------
+#
+# On the fixture a point restores or skips every stage, and most of its time went into dvc.lock:
+# `repro` re-reads (ruamel's round-trip parser) and rewrites the whole lockfile after every stage
+# it runs or restores (treeverse/dvc#10629, #10630), and `exp save` then re-hashes every stage's
+# deps and outputs, re-saves each to the run-cache and rewrites the lockfile once more
+# (`dvc commit --force`), to record what `repro` has just recorded. The two adjustments below
+# apply in the worker process only, to its own worktree, which no other process writes.
+
+
+def _write_lock(repo: Any, stages: list[Any]) -> None:
+    """Record `stages` in their lockfile(s) in one write: what DVC's `Lockfile.dump_stages` writes
+    (the same round-trip YAML, entries from `to_lockfile`), but into a temporary file beside it,
+    flushed to disk, then renamed over the lockfile. A crash leaves the previous complete lockfile
+    (its entries of the stages restored since are stale: the next point finds them changed and
+    restores them again), never a half-written one (DVC's own dump truncates in place)."""
+    from dvc.stage.serialize import to_lockfile
+    from dvc.utils.serialize import dump_yaml, parse_yaml_for_update
+
+    by_file: dict[str, tuple[Any, list[Any]]] = {}
+    for stage in stages:
+        lock = stage.dvcfile._lockfile
+        by_file.setdefault(lock.path, (lock, []))[1].append(stage)
+    for path, (lock, group) in by_file.items():
+        data = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fd:
+                data = parse_yaml_for_update(fd.read(), path)
+        if not data:
+            data.update({"schema": "2.0"})
+        data["stages"] = data.get("stages", {})
+        modified = False
+        for stage in group:
+            entry = to_lockfile(stage)
+            modified |= data["stages"].get(stage.name, {}) != entry[stage.name]
+            data["stages"].update(entry)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            dump_yaml(tmp, data)
+            with open(tmp, "rb") as fd:
+                os.fsync(fd.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        if modified:
+            repo.scm_context.track_file(lock.relpath)
+
+
+def reproduce_batched(repo: Any) -> list[Any]:
+    """`repo.reproduce()` writing dvc.lock once, after the last stage, instead of after each.
+
+    DVC's `reproduce` takes the per-stage step as `repro_fn`; ours is DVC's
+    (`dvc.repo.reproduce._reproduce_stage`) without its `stage.dump()`, the stages it ran or
+    restored being written together by `_write_lock`, still inside the repository lock. DVC
+    writes after each stage so that parallel `repro`s in one workspace see finished stages; no
+    other `repro` runs in a slot. If a stage fails, the stages finished before it are written
+    all the same (as DVC would have), then the error goes on."""
+    from dvc.repo import lock_repo
+
+    done: list[Any] = []
+
+    def repro_stage(stage: Any, **kwargs: Any) -> Any:
+        ret = stage.reproduce(**kwargs)
+        if ret and not kwargs.get("dry", False):
+            done.append(ret)
+        return ret
+
+    with lock_repo(repo), repo.scm_context:
+        try:
+            return repo.reproduce(repro_fn=repro_stage)
+        finally:
+            if done:
+                _write_lock(repo, done)
+
+
+@contextmanager
+def lock_trusted() -> Iterator[None]:
+    """`exp save` without its `dvc commit --force` of every stage.
+
+    `Executor.save` commits all stages (`repo.commit([], force=True)`: re-hash every dep and
+    output, save each stage to the run-cache, rewrite the lockfile) before the git commit, since
+    a workspace may have changed since its last `repro`. Right after `reproduce_batched` in the
+    worker's own worktree it has not: every stage was either run or restored (hashed, in the
+    cache and the run-cache, written to dvc.lock) or found unchanged against its dvc.lock entry
+    (deps, params and outputs, outputs in the cache). So while this is active, a whole-pipeline
+    commit returns the stages as dvc.lock records them (what it would have written), from which
+    `exp save` derives the experiment's hash and name; anything else is DVC's own commit.
+    tests/unit/test_sweep_inprocess.py checks that `dvc commit --force` after a point changes
+    nothing."""
+    from dvc.repo import Repo
+
+    original = Repo.commit
+
+    # Not re-locked as DVC's is (that would reset the index `exp save` has just loaded from
+    # dvc.lock for its top-level metrics and plots, and load it again): the index is that one.
+    def commit(self: Any, target: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+        if target or args or kwargs.get("with_deps") or kwargs.get("data_only"):
+            return original(self, target, *args, **kwargs)
+        return list(self.index.stages)
+
+    Repo.commit = commit
+    try:
+        yield
+    finally:
+        Repo.commit = original
+
+
 # -- the worker process ---------------------------------------------------------------------
 
 _SLOT: Path | None = None
 
 
+def _warm_up(slot: Path) -> None:
+    """The worker's one-time start-up, before its first point: import DVC, compose the params once
+    (nothing written), and load the slot's pipeline once (the modules DVC imports on first use: stage
+    loading, outputs, the graph, git), as the slot's worktree is made here too. The points'
+    seconds are then what each point costs; the sweep's wall time includes this once per slot."""
+    import dvc.repo.experiments.executor.base  # noqa: F401
+    import dvc.repo.reproduce  # noqa: F401
+    import dvc.stage.cache  # noqa: F401
+    import yaml
+    from dvc.repo import Repo
+
+    from ragrig.params import compose_yaml, validate_composition
+
+    # Hydra's first composition initialises it, the first validation imports the config models
+    validate_composition(yaml.safe_load(compose_yaml(slot / "conf", [])))
+    cwd = os.getcwd()
+    os.chdir(slot)
+    try:
+        with Repo(str(slot)) as repo:
+            repo.index.graph  # noqa: B018
+            repo.scm.get_rev()
+    finally:
+        os.chdir(cwd)
+
+
 def _init_worker(project: str, slots: Any) -> None:
     global _SLOT
     _SLOT = prepare_slot(Path(project), slots.get())
+    _warm_up(_SLOT)
 
 
 def run_in_slot(
@@ -117,11 +255,21 @@ def run_in_slot(
     try:
         from dvc.repo import Repo
 
+        marks = [("params", time.perf_counter(), time.process_time())]
         write_params(slot / "conf", slot / "params.yaml", overrides)
         with Repo(str(slot)) as repo:
-            repo.reproduce()
-            rev = repo.experiments.save()
+            marks.append(("reproduce", time.perf_counter(), time.process_time()))
+            reproduce_batched(repo)
+            marks.append(("exp save", time.perf_counter(), time.process_time()))
+            with lock_trusted():
+                rev = repo.experiments.save()
+        marks.append(("", time.perf_counter(), time.process_time()))
         name = experiment_of(slot, rev)
+        spent = ", ".join(
+            f"{a[0]} {b[1] - a[1]:.2f} s (CPU {b[2] - a[2]:.2f} s)"
+            for a, b in zip(marks, marks[1:], strict=False)
+        )
+        print(f"# in-process DVC worker: {spent}", flush=True)
         print(f"Ran experiment(s): {name}", flush=True)
         return True, time.perf_counter() - start, None, name
     except Exception as exc:  # the point failed: its error, the sweep goes on
