@@ -9,9 +9,10 @@ repeats whose order alternates (so machine noise hits both alike):
   the chunks in batches and each query alone (timed, as the stage records), writing the vectors,
   id tables, latency table and manifest atomically;
 * bare: a minimal script that imports sentence-transformers, loads the same weights with the same
-  max_seq_length, and calls `SentenceTransformer.encode` on the same chunk texts (same batch size
-  and normalisation) and on each query alone. It reads the texts from a JSON file and writes
-  nothing.
+  max_seq_length and precision (`embed.precision`: bf16 under torch's CPU autocast, int8 with
+  the Linear layers quantised), and calls `SentenceTransformer.encode` on the same chunk texts
+  (same batch size and normalisation) and on each query alone. It reads the texts from a JSON
+  file and writes nothing.
 
 Reported: wall seconds per side (process start to exit), texts/s, the ratio stage / bare
 throughput (target >= 0.9), each side's encode-only rate, and the largest difference between the
@@ -46,16 +47,20 @@ spec = json.load(open(sys.argv[1], encoding="utf-8"))
 torch.set_num_threads(spec["threads"])
 model = SentenceTransformer(spec["model_path"], device="cpu")
 model.max_seq_length = spec["max_seq_length"]
+if spec["precision"] == "int8":
+    torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=spec["precision"] == "bf16")
 t1 = time.perf_counter()
-chunks = model.encode(
-    spec["chunks"], batch_size=spec["batch_size"], normalize_embeddings=spec["normalize"],
-    convert_to_numpy=True, show_progress_bar=False,
-)
-queries = [
-    model.encode([q], batch_size=spec["batch_size"], normalize_embeddings=spec["normalize"],
-                 convert_to_numpy=True, show_progress_bar=False)[0]
-    for q in spec["queries"]
-]
+with autocast:
+    chunks = model.encode(
+        spec["chunks"], batch_size=spec["batch_size"], normalize_embeddings=spec["normalize"],
+        convert_to_numpy=True, show_progress_bar=False,
+    )
+    queries = [
+        model.encode([q], batch_size=spec["batch_size"], normalize_embeddings=spec["normalize"],
+                     convert_to_numpy=True, show_progress_bar=False)[0]
+        for q in spec["queries"]
+    ]
 t2 = time.perf_counter()
 if len(sys.argv) > 2:
     np.save(sys.argv[2], np.asarray(chunks, dtype=np.float32))
@@ -149,6 +154,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "threads": threads,
                     "batch_size": cfg.batch_size,
                     "max_seq_length": cfg.max_seq_length,
+                    "precision": cfg.precision,
                     "normalize": cfg.normalize,
                     "chunks": chunks["text"].tolist(),
                     "queries": queries["text"].tolist(),
@@ -197,6 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
             "threads": threads,
             "batch_size": cfg.batch_size,
             "max_seq_length": cfg.max_seq_length,
+            "precision": cfg.precision,
             "normalize": cfg.normalize,
             "mean_tokens_untruncated": float(np.mean(n_tokens)) if n_tokens else 0.0,
         },

@@ -14,6 +14,8 @@ import numpy as np
 from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model
 
+PRECISIONS = ("fp32", "bf16", "int8")
+
 
 class SentenceTransformerEmbedder(Prefixed):
     def __init__(
@@ -23,14 +25,20 @@ class SentenceTransformerEmbedder(Prefixed):
         max_seq_length: int | None = None,
         normalize: bool = True,
         prefix: str = "",
+        precision: str = "fp32",
     ):
         from sentence_transformers import SentenceTransformer
 
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision!r}: one of {', '.join(PRECISIONS)}")
         self.model_ref = model
         refuse_untrained_folder(model)
         self.model = SentenceTransformer(resolve_model(model), device="cpu")
         if max_seq_length is not None:
             self.model.max_seq_length = max_seq_length
+        if precision == "int8":
+            quantize_linear_int8(self.model)
+        self.precision = precision
         self.batch_size = batch_size
         self.normalize = normalize
         self.prefix = prefix
@@ -38,7 +46,9 @@ class SentenceTransformerEmbedder(Prefixed):
     @classmethod
     def from_config(cls, cfg: Any, role: str = "passage") -> SentenceTransformerEmbedder:
         prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
-        return cls(cfg.model, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix)
+        return cls(
+            cfg.model, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix, cfg.precision
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -46,6 +56,8 @@ class SentenceTransformerEmbedder(Prefixed):
             "runtime": "sentence-transformers=="
             + importlib.metadata.version("sentence-transformers"),
             "max_seq_length": self.model.max_seq_length,
+            # vectors of another precision differ in their last bits: never reused for this one
+            "precision": self.precision,
         }
 
     def encode(
@@ -55,7 +67,7 @@ class SentenceTransformerEmbedder(Prefixed):
         sentence-transformers' own batch bar."""
         if self.prefix:
             texts = [self.prefix + t for t in texts]
-        with _batches_reported(len(texts), self.batch_size, done):
+        with _batches_reported(len(texts), self.batch_size, done), _autocast(self.precision):
             vecs = self.model.encode(
                 texts,
                 batch_size=self.batch_size,
@@ -64,6 +76,31 @@ class SentenceTransformerEmbedder(Prefixed):
                 show_progress_bar=progress and done is None,
             )
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def quantize_linear_int8(model: Any) -> None:
+    """Replace every torch.nn.Linear of the loaded model, in place, by its dynamically quantised
+    int8 version (weights int8 per tensor, activations quantised per batch; fbgemm/oneDNN VNNI
+    kernels on x86). Embeddings, LayerNorm and attention softmax stay fp32."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():  # torch 2.x: the eager-mode API is deprecated, not removed
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.quantize_dynamic(
+            model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+        )
+
+
+def _autocast(precision: str) -> contextlib.AbstractContextManager:
+    """bf16: torch's CPU autocast (matrix products in bfloat16, reductions such as LayerNorm and
+    softmax in fp32, the weights kept fp32); else nothing."""
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 def refuse_untrained_folder(model: str) -> None:
