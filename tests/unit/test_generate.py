@@ -224,17 +224,18 @@ def test_packaged_smollm_stops_at_a_stop_string_and_keeps_the_verdict():
     assert short == stopped.generate(claim, CONTEXT)  # deterministic
 
 
-def test_packaged_smollm_flash_attention_and_small_batches_give_the_same_answer():
+def test_packaged_smollm_flash_attention_auto_is_on_and_a_small_ubatch_is_deterministic():
     base = {"method": "llama_cpp", "prompt": "claim_verdict", "max_tokens": 24}
     claim = "Curiosity landed on Mars in 2012."
-    answers = {
-        (fa, ub): make_generator(
-            validate_section("generate", {**base, "flash_attn": fa, "n_ubatch": ub}),
-            seed=13,
-            threads=2,
-        ).generate(claim, CONTEXT)
-        for fa, ub in ((False, 512), (True, 512), (False, 64))
-    }
-    first = answers[(False, 512)]
-    assert first.text.split(".")[0] in VERDICT_LABELS
-    assert {a.prompt_tokens for a in answers.values()} == {first.prompt_tokens}
+
+    def answer(**over):
+        cfg = validate_section("generate", {**base, **over})
+        return make_generator(cfg, seed=13, threads=2).generate(claim, CONTEXT)
+
+    auto = answer()
+    # llama.cpp's auto mode turns flash attention on for this CPU model: the same answer
+    assert answer(flash_attn=True) == auto
+    assert auto.text.split(".")[0] in VERDICT_LABELS
+    small = answer(n_ubatch=16)  # the prompt evaluated 16 tokens at a time
+    assert small.prompt_tokens == auto.prompt_tokens > 16
+    assert small == answer(n_ubatch=16)
