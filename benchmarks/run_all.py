@@ -46,6 +46,7 @@ BENCHMARKS = [
     "train_embed",
     "embed_ray",
     "remote_cache",
+    "generate",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -66,6 +67,7 @@ QUICK_ARGS = {
     "train_embed": [],
     "embed_ray": ["--n-docs", "1000", "--repeats", "1"],
     "remote_cache": ["--repeats", "1"],
+    "generate": ["--n", "10", "--setting", "default", "--setting", "max_tokens=48"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -166,6 +168,19 @@ SMOKE_ARGS = {
     "embed_ray": ["--n-docs", "20", "--window", "6", "--repeats", "1"],
     # a one-point sweep pushing to an S3 emulator, then one fresh clone restoring that point
     "remote_cache": ["--grid", "retrieve.ef_search=16", "--repeats", "1", "--workdir", "{tmp}"],
+    # three fixture claims answered by the packaged SmolLM2 under two settings, twice each
+    "generate": [
+        "--claims",
+        "original/claims_dev.jsonl",
+        "--n",
+        "3",
+        "--repeats",
+        "2",
+        "--setting",
+        "default",
+        "--setting",
+        'max_tokens=16;stop=["\\n"]',
+    ],  # fmt: skip
 }
 
 

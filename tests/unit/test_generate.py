@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ragrig.config import validate_section
-from ragrig.errors import SchemaError
+from ragrig.errors import ConfigError, SchemaError
 from ragrig.generate import (
     Generation,
     assemble_contexts,
@@ -19,7 +19,8 @@ from ragrig.generate import (
     sample_queries,
 )
 from ragrig.generate.extractive import REFUSAL, ExtractiveGenerator
-from ragrig.generate.prompt import SYSTEM_PROMPT, chat_messages, read_completion
+from ragrig.generate.llama_cpp import LlamaCppGenerator
+from ragrig.generate.prompt import SYSTEM_PROMPT, VERDICT_LABELS, chat_messages, read_completion
 
 CONTEXT = [
     "Mars has two moons, Phobos and Deimos. Mars is red.",
@@ -178,3 +179,63 @@ def test_packaged_smollm_answers_with_usage_and_is_deterministic(smollm):
     assert first.text.strip()
     assert first == second  # temperature 0 and a fixed seed
     assert first.prompt_tokens > 50 and 0 < first.completion_tokens <= 32
+
+
+def test_llama_cpp_speed_settings_validate_and_default_to_llama_cpps_own():
+    cfg = validate_section("generate", {"method": "llama_cpp"})
+    assert (cfg.n_batch, cfg.n_ubatch, cfg.flash_attn, cfg.stop) == (2048, 512, None, [])
+    cfg = validate_section("generate", {"method": "llama_cpp", "flash_attn": True, "stop": ["\n"]})
+    assert (cfg.flash_attn, cfg.stop) == (True, ["\n"])
+    with pytest.raises(ConfigError, match="flash_attn"):
+        validate_section("generate", {"method": "llama_cpp", "flash_attn": "auto"})
+    with pytest.raises(ConfigError, match="empty stop string"):
+        validate_section("generate", {"method": "llama_cpp", "stop": ["\n", ""]})
+    with pytest.raises(ConfigError, match="n_ubatch"):
+        validate_section("generate", {"method": "llama_cpp", "n_ubatch": 0})
+
+
+def test_llama_cpp_generator_rejects_an_unknown_flash_attn_mode():
+    with pytest.raises(ValueError, match="flash_attn must be true, false or None"):
+        LlamaCppGenerator("packaged:SmolLM2-135M-Instruct", "x", flash_attn="yes")
+
+
+def test_packaged_smollm_response_carries_llama_cpp_timings(smollm):
+    response = smollm.respond("How many moons does Mars have?", CONTEXT)
+    timings, usage = response["timings"], response["usage"]
+    assert timings["prompt_n"] == usage["prompt_tokens"] > 50  # no cached prefix: all evaluated
+    assert timings["predicted_n"] == usage["completion_tokens"]
+    assert timings["prompt_ms"] > 0 and timings["predicted_ms"] > 0
+    assert read_completion(response) == smollm.generate("How many moons does Mars have?", CONTEXT)
+
+
+def test_packaged_smollm_stops_at_a_stop_string_and_keeps_the_verdict():
+    base = {"method": "llama_cpp", "prompt": "claim_verdict", "max_tokens": 48}
+    claim = "Mars has two moons."
+    free = make_generator(validate_section("generate", base), seed=13, threads=2)
+    stopped = make_generator(
+        validate_section("generate", {**base, "stop": [". "]}), seed=13, threads=2
+    )
+    full, short = free.generate(claim, CONTEXT), stopped.generate(claim, CONTEXT)
+    # the grammar writes "<VERDICT>. " first: the first ". " ends the answer right after the
+    # verdict, which is the full answer's own first words
+    assert short.text.strip() in VERDICT_LABELS
+    assert full.text.startswith(short.text.strip() + ". ")
+    assert short.completion_tokens < full.completion_tokens
+    assert short == stopped.generate(claim, CONTEXT)  # deterministic
+
+
+def test_packaged_smollm_flash_attention_auto_is_on_and_a_small_ubatch_is_deterministic():
+    base = {"method": "llama_cpp", "prompt": "claim_verdict", "max_tokens": 24}
+    claim = "Curiosity landed on Mars in 2012."
+
+    def answer(**over):
+        cfg = validate_section("generate", {**base, **over})
+        return make_generator(cfg, seed=13, threads=2).generate(claim, CONTEXT)
+
+    auto = answer()
+    # llama.cpp's auto mode turns flash attention on for this CPU model: the same answer
+    assert answer(flash_attn=True) == auto
+    assert auto.text.split(".")[0] in VERDICT_LABELS
+    small = answer(n_ubatch=16)  # the prompt evaluated 16 tokens at a time
+    assert small.prompt_tokens == auto.prompt_tokens > 16
+    assert small == answer(n_ubatch=16)

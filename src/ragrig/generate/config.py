@@ -71,6 +71,23 @@ class GenerateLlamaCpp(_ChatBase):
         description="prompt claim_verdict: a grammar makes the answer begin with one of the "
         "three verdicts (ragrig.generate.prompt.VERDICT_GRAMMAR); false: free text",
     )
+    n_batch: int = Field(2048, gt=0, description="llama.cpp logical batch (prompt tokens/call)")
+    n_ubatch: int = Field(
+        512, gt=0, description="llama.cpp physical batch (prompt tokens per compute step)"
+    )
+    flash_attn: bool | None = Field(
+        None, description="llama.cpp flash attention on or off; null: llama.cpp decides"
+    )
+    stop: list[str] = Field(
+        default_factory=list,
+        description="the answer ends before the first of these strings (not included)",
+    )
+
+    @model_validator(mode="after")
+    def _stops_not_blank(self) -> GenerateLlamaCpp:
+        if any(not s for s in self.stop):
+            raise ValueError("generate.stop: an empty stop string would end every answer at once")
+        return self
 
 
 class GenerateOpenAIHttp(_ChatBase):

@@ -8,6 +8,9 @@ from ragrig.generate import Generation
 from ragrig.generate.prompt import VERDICT_GRAMMAR, chat_messages, read_completion
 from ragrig.models import resolve_model
 
+# generate.flash_attn -> llama.cpp's flash_attn_type (None, auto: llama.cpp decides per device)
+FLASH_ATTN = {None: -1, False: 0, True: 1}
+
 
 def grammar_for(cfg: Any) -> str | None:
     """The grammar a configuration's answers are decoded under: a claim_verdict answer begins
@@ -29,14 +32,24 @@ class LlamaCppGenerator:
         threads: int = 2,
         prompt: str = "answer",
         grammar: str | None = None,
+        n_batch: int = 2048,
+        n_ubatch: int = 512,
+        flash_attn: bool | None = None,
+        stop: tuple[str, ...] = (),
     ):
         import xllamacpp as xlc
 
+        if flash_attn not in FLASH_ATTN:
+            raise ValueError(f"flash_attn must be true, false or None, not {flash_attn!r}")
         params = xlc.CommonParams()
         params.model.path = resolve_model(model)
         params.n_ctx = n_ctx
+        params.n_batch = n_batch
+        params.n_ubatch = min(n_ubatch, n_batch)  # llama.cpp caps it so; stated, not implied
+        params.flash_attn_type = FLASH_ATTN[flash_attn]
         params.n_parallel = 1
         params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads  # prompt evaluation: the same threads
         params.sampling.seed = seed
         params.sampling.temp = temperature
         params.verbosity = -1  # llama.cpp's per-request timing lines would drown the progress bar
@@ -48,6 +61,7 @@ class LlamaCppGenerator:
         self.seed = seed
         self.prompt = prompt
         self.grammar = grammar  # GBNF constraining every answer (grammar_for)
+        self.stop = list(stop)  # the answer ends before the first of these strings
 
     @classmethod
     def from_config(cls, cfg: Any, seed: int = 0, threads: int = 2) -> LlamaCppGenerator:
@@ -61,6 +75,10 @@ class LlamaCppGenerator:
             threads,
             cfg.prompt,
             grammar_for(cfg),
+            cfg.n_batch,
+            cfg.n_ubatch,
+            cfg.flash_attn,
+            tuple(cfg.stop),
         )
 
     def chat(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
@@ -73,6 +91,7 @@ class LlamaCppGenerator:
             # Reusing a cached prompt prefix changes the logits slightly: answers would then
             # depend on which query ran before. Off, so that each answer is reproducible alone.
             "cache_prompt": False,
+            **({"stop": self.stop} if self.stop else {}),
             **extra,
         }
         resp = self.server.handle_chat_completions(request)
@@ -89,8 +108,19 @@ class LlamaCppGenerator:
     ) -> Generation:
         """The answer; `temperature` and `seed` replace the configured ones for one call (a
         self-consistency sample)."""
+        return read_completion(self.respond(question, passages, temperature, seed))
+
+    def respond(
+        self,
+        question: str,
+        passages: list[str],
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """The whole chat-completions response of generate(): with llama.cpp's `timings`
+        (prompt_n, prompt_ms, predicted_n, predicted_ms) beside the answer and usage."""
         extra = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
         if self.grammar:
             extra["grammar"] = self.grammar
         messages = chat_messages(self.system_prompt, question, passages, self.prompt)
-        return read_completion(self.chat(messages, **extra))
+        return self.chat(messages, **extra)
