@@ -84,7 +84,7 @@ def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seed
     gen.server, gen.model_name = _FakeServer(), "fake"
     gen.system_prompt, gen.prompt = VERDICT_SYSTEM_PROMPT, "claim_verdict"
     gen.max_tokens, gen.temperature, gen.seed = 16, 0.0, 13
-    gen.grammar = VERDICT_GRAMMAR
+    gen.grammar, gen.stop = VERDICT_GRAMMAR, []
     df = generate_all(
         gen,
         ["q"],
