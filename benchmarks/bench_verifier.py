@@ -9,7 +9,8 @@ answer-level aggregations fare against MTRAG's human faithfulness ratings.
 * judge: answers/s of `judge=verifier` (conf/judge/verifier.yaml) over every rated MTRAG answer
   (question: the conversation) as the judge stage runs it (every answer's pairs prefetched in
   one length-sorted run), side by side with each answer alone (all its claims in one batch) and
-  with `quantize: int8` (largest P(support) difference, claims whose verdict changed);
+  with other judge settings (`--variant`, default fp32 and int8: largest P(support) difference,
+  claims whose verdict changed), rounds in alternating order (`--repeats`);
 * aggregations: the answer-level score as the mean claim P(support) (`mean_p`, what calibration
   uses), the supported share (`share`), the weakest claim (`min_p`), the mean P(support)
   blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2), and with the naive
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -72,6 +74,19 @@ def _changed(a: list, b: list) -> int:
     return sum(len(set(va.supported) ^ set(vb.supported)) for va, vb in zip(a, b, strict=True))
 
 
+def _overrides(variant: str) -> dict:
+    """'quantize=int8;windows_per_claim=1' -> {'quantize': 'int8', 'windows_per_claim': 1}."""
+    import yaml
+
+    out = {}
+    for part in filter(None, (x.strip() for x in variant.split(";"))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise SystemExit(f"bench_verifier: variant part {part!r} is not key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 def _trained(args, threads: int, tmp: Path) -> tuple[Path, dict]:
     from ragrig.config import load_section, validate_section
     from ragrig.verifier.train import run_stage
@@ -117,7 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mtrag-root", type=Path, default=DEFAULT_MTRAG_ROOT)
     p.add_argument("--max-answers", type=int, default=None, help="first N rated answers only")
     p.add_argument("--score-pairs", type=int, default=256, help="pairs timed for scoring speed")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=None,
+        help="judge settings timed beside the configured ones, 'key=value;key=value' over "
+        "conf/judge/verifier.yaml (repeatable; default: quantize=none and quantize=int8)",
+    )
+    p.add_argument("--repeats", type=int, default=1, help="rounds of every variant, alternating")
     args = p.parse_args(argv)
+    if args.variant is None:
+        args.variant = ["quantize=none", "quantize=int8"]
     C.setup_env()
     threads = C.apply_threads(args.params, torch=True)
 
@@ -161,16 +186,23 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         alone = [judge.judge(*item) for item in items]
         alone_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        judge.prefetch(items)
-        verdicts = [judge.judge(*item) for item in items]
-        judge_s = time.perf_counter() - t0
-        int8 = VerifierJudge.from_config(jcfg.model_copy(update={"quantize": "int8"}))
-        int8.verifier.support(pairs[:8])
-        t0 = time.perf_counter()
-        int8.prefetch(items)
-        int8_verdicts = [int8.judge(*item) for item in items]
-        int8_s = time.perf_counter() - t0
+        # the variants (the configured judge first) take turns, round by round in alternating
+        # order, each prefetching every answer's pairs as the judge stage does
+        judges = {"configured": judge}
+        for v in args.variant:
+            judges[v] = VerifierJudge.from_config(jcfg.model_copy(update=_overrides(v)))
+            judges[v].verifier.support(pairs[:8])
+        times: dict[str, list[float]] = {name: [] for name in judges}
+        npairs: dict[str, int] = {}
+        outputs: dict[str, list] = {}
+        for r in range(args.repeats):
+            for name in judges if r % 2 == 0 else list(judges)[::-1]:
+                t0 = time.perf_counter()
+                npairs[name] = judges[name].prefetch(items)
+                outputs[name] = [judges[name].judge(*item) for item in items]
+                times[name].append(time.perf_counter() - t0)
+        verdicts = outputs["configured"]
+        judge_s = statistics.median(times["configured"])
 
     result = {
         **C.header("verifier", ["torch", "transformers", "sentence-transformers"]),
@@ -211,11 +243,20 @@ def main(argv: list[str] | None = None) -> int:
                 "answers_per_s": round(len(answers) / alone_s, 2) if alone_s else None,
                 "max_abs_diff": _max_diff(alone, verdicts),
             },
-            "int8": {
-                "seconds": round(int8_s, 2),
-                "answers_per_s": round(len(answers) / int8_s, 2) if int8_s else None,
-                "max_abs_diff": _max_diff(int8_verdicts, verdicts),
-                "claims_changed": _changed(int8_verdicts, verdicts),
+            "pairs": npairs["configured"],
+            "runs_s": [round(t, 2) for t in times["configured"]],
+            "variants": {
+                name: {
+                    "overrides": _overrides(name),
+                    "pairs": npairs[name],
+                    "runs_s": [round(t, 2) for t in times[name]],
+                    "answers_per_s": round(len(answers) / statistics.median(times[name]), 2),
+                    "x_configured": round(judge_s / statistics.median(times[name]), 2),
+                    "max_abs_diff": _max_diff(outputs[name], verdicts),
+                    "claims_changed": _changed(outputs[name], verdicts),
+                }
+                for name in judges
+                if name != "configured"
             },
         },
         "aggregations": {},
@@ -268,9 +309,23 @@ def main(argv: list[str] | None = None) -> int:
         f"training: {t['pairs']} pairs in {t['train_seconds']} s ({t['pairs_per_s']} pairs/s); "
         f"scoring {result['scoring']['pairs_per_s']} pairs/s; judge "
         f"{result['judge']['answers_per_s']} answers/s over {len(answers)} MTRAG answers "
-        f"(each answer alone {result['judge']['per_answer_batches']['answers_per_s']}, int8 "
-        f"{result['judge']['int8']['answers_per_s']}, {result['judge']['int8']['claims_changed']} "
-        "claims changed)"
+        f"(each answer alone {result['judge']['per_answer_batches']['answers_per_s']})"
+    )
+    C.print_table(
+        "judge variants (median of the rounds; verdicts against the configured judge's)",
+        ["variant", "pairs", "answers/s", "x configured", "max |dp|", "claims changed"],
+        [
+            [
+                k,
+                v["pairs"],
+                v["answers_per_s"],
+                v["x_configured"],
+                v["max_abs_diff"],
+                v["claims_changed"],
+            ]
+            for k, v in result["judge"]["variants"].items()
+        ],
+        digits=3,
     )
     C.print_table(
         "answer-level aggregation (threshold fitted on the calibration half)",

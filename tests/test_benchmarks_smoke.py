@@ -208,7 +208,14 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert r["judge"]["answers"] == 16 and r["judge"]["answers_per_s"] > 0
     # the prefetched run scores the same pairs as each answer alone, in other batches
     assert r["judge"]["per_answer_batches"]["max_abs_diff"] < 1e-4
-    assert r["judge"]["int8"]["answers_per_s"] > 0 and r["judge"]["int8"]["max_abs_diff"] > 0
+    variants = r["judge"]["variants"]
+    assert r["config"]["judge"]["quantize"] == "bf16"  # conf/judge/verifier.yaml
+    assert list(variants) == ["quantize=none", "quantize=int8"]
+    for name, quantize in (("quantize=none", "none"), ("quantize=int8", "int8")):
+        v = variants[name]
+        assert v["overrides"] == {"quantize": quantize}
+        assert v["pairs"] == r["judge"]["pairs"] > 0  # the same pairs, in other precision
+        assert v["answers_per_s"] > 0 and 0 < v["max_abs_diff"] < 0.2
     assert set(r["aggregations"]) == {
         "mean_p",
         "share",

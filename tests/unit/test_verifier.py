@@ -373,18 +373,38 @@ def test_verifier_scores_each_pair_once_in_length_sorted_batches(tiny_model):
     assert np.allclose(probs[:2], one, atol=1e-5)
 
 
-def test_int8_verifier_scores_close_to_fp32(tiny_model, reference):
+@pytest.mark.parametrize("quantize, atol", [("int8", 0.05), ("bf16", 0.01)])
+def test_reduced_precision_verifier_scores_close_to_fp32(tiny_model, reference, quantize, atol):
     out, _ = tiny_model
     ex = reference["claim_faithfulness"]
     fp32 = VerifierJudge(out).judge("", ex["answer"], [ex["context"]]).claim_scores
-    int8 = VerifierJudge(out, quantize="int8")
-    again = VerifierJudge(out, quantize="int8").judge("", ex["answer"], [ex["context"]])
-    assert int8.verifier.quantize == "int8"
-    scores = int8.judge("", ex["answer"], [ex["context"]]).claim_scores
+    low = VerifierJudge(out, quantize=quantize)
+    again = VerifierJudge(out, quantize=quantize).judge("", ex["answer"], [ex["context"]])
+    assert low.verifier.quantize == quantize
+    scores = low.judge("", ex["answer"], [ex["context"]]).claim_scores
     assert scores == again.claim_scores  # deterministic
-    assert scores != fp32 and np.allclose(scores, fp32, atol=0.05)
+    assert scores != fp32 and np.allclose(scores, fp32, atol=atol)
     with pytest.raises(ConfigError, match="quantize 'fp8'"):
         Verifier(out, quantize="fp8")
+
+
+def test_claims_the_entity_check_rejects_never_reach_the_model(tiny_model):
+    out, _ = tiny_model
+    judge = VerifierJudge(out)
+    seen = []
+    support = judge.verifier.support
+    judge.verifier.support = lambda pairs: seen.extend(pairs) or support(pairs)
+    context = "Aspirin lowered fever within 24 hours in most patients of the trial."
+    answer = "Aspirin lowered fever within 24 hours. Aspirin lowered fever within 25 hours."
+    for prefetch in (False, True):
+        seen.clear()
+        if prefetch:
+            assert judge.prefetch([("", answer, [context])]) == len(seen)
+        v = judge.judge("", answer, [context])
+        claims = {c for c, _ in seen}
+        assert len(v.extracted) == 2 and claims == {v.extracted[0]}  # 25 is not in the context
+        assert v.claim_scores[1] == 0.0 and v.claim_scores[0] > 0
+        assert v.extracted[1] in v.unsupported
 
 
 def test_trained_tiny_verifier_judges_deterministically(tiny_model, reference):

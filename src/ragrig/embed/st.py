@@ -13,6 +13,7 @@ import numpy as np
 
 from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model
+from ragrig.precision import autocast, quantize_linear_int8
 
 PRECISIONS = ("fp32", "bf16", "int8")
 
@@ -67,7 +68,7 @@ class SentenceTransformerEmbedder(Prefixed):
         sentence-transformers' own batch bar."""
         if self.prefix:
             texts = [self.prefix + t for t in texts]
-        with _batches_reported(len(texts), self.batch_size, done), _autocast(self.precision):
+        with _batches_reported(len(texts), self.batch_size, done), autocast(self.precision):
             vecs = self.model.encode(
                 texts,
                 batch_size=self.batch_size,
@@ -76,31 +77,6 @@ class SentenceTransformerEmbedder(Prefixed):
                 show_progress_bar=progress and done is None,
             )
         return np.ascontiguousarray(vecs, dtype=np.float32)
-
-
-def quantize_linear_int8(model: Any) -> None:
-    """Replace every torch.nn.Linear of the loaded model, in place, by its dynamically quantised
-    int8 version (weights int8 per tensor, activations quantised per batch; fbgemm/oneDNN VNNI
-    kernels on x86). Embeddings, LayerNorm and attention softmax stay fp32."""
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():  # torch 2.x: the eager-mode API is deprecated, not removed
-        warnings.simplefilter("ignore")
-        torch.ao.quantization.quantize_dynamic(
-            model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
-        )
-
-
-def _autocast(precision: str) -> contextlib.AbstractContextManager:
-    """bf16: torch's CPU autocast (matrix products in bfloat16, reductions such as LayerNorm and
-    softmax in fp32, the weights kept fp32); else nothing."""
-    if precision != "bf16":
-        return contextlib.nullcontext()
-    import torch
-
-    return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 def refuse_untrained_folder(model: str) -> None:

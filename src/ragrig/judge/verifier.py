@@ -10,7 +10,8 @@ passages). The verifier (`ragrig.verifier`, trained by the train_verifier stage)
 pairs, all claims of an answer in one batch, or, after `prefetch(items)` (the judge stage calls
 it with every answer), the pairs of all answers in one length-sorted run, so that batches hold
 pairs of similar length; a claim's P(support) is the maximum over its windows. A claim none of
-whose content words occurs in the context gets P(support) 0 without a model call.
+whose content words occurs in the context gets P(support) 0 without a model call, and so does a
+claim the entity check rejects (its score is 0 whatever the model says).
 
 A claim is supported when P(support) >= `support_threshold` and (with `entity_check`) every name
 and number of it occurs in the context; its claim score is P(support), or 0 when the entity
@@ -121,15 +122,28 @@ class VerifierJudge:
             quantize=cfg.quantize,
         )
 
+    def rejected(self, claims: list[str], surface: dict[str, str], contexts: list[str]) -> set:
+        """Claims the entity check rejects (a name or number absent from the context): their
+        score is 0 whatever the model says, so the model never reads them."""
+        if not self.entity_check:
+            return set()
+        return {c for c in claims if ent.check(surface[c], contexts).flag}
+
     def _pairs(
-        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
+        self,
+        claims: list[str],
+        words: dict[str, set[str]],
+        contexts: list[str],
+        skip: set[str] = frozenset(),
     ) -> tuple[list[tuple[str, str]], list[int]]:
-        """The (claim, window) pairs the verifier reads for these claims, with each pair's claim
-        index."""
+        """The (claim, window) pairs the verifier reads for these claims (none for a claim in
+        `skip`), with each pair's claim index."""
         windows = evidence_windows(contexts, self.window)
         pairs: list[tuple[str, str]] = []
         owner: list[int] = []
         for i, c in enumerate(claims):
+            if c in skip:
+                continue
             for text in preselect(words[c], windows, self.k):
                 pairs.append((c, text))
                 owner.append(i)
@@ -143,16 +157,21 @@ class VerifierJudge:
         for question, answer, contexts in items:
             cs = self.claims.claim_set(question, answer)
             if cs.claims:
-                pairs += self._pairs(cs.claims, cs.words, contexts)[0]
+                skip = self.rejected(cs.claims, cs.surface, contexts)
+                pairs += self._pairs(cs.claims, cs.words, contexts, skip)[0]
         self._scored = dict(zip(pairs, self.verifier.support(pairs), strict=True))
         return len(pairs)
 
     def claim_probabilities(
-        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
+        self,
+        claims: list[str],
+        words: dict[str, set[str]],
+        contexts: list[str],
+        skip: set[str] = frozenset(),
     ) -> list[float]:
-        """Max P(support) over each claim's pre-selected windows (0 when none): prefetched
-        scores, the others in one batch."""
-        pairs, owner = self._pairs(claims, words, contexts)
+        """Max P(support) over each claim's pre-selected windows (0 when none, or when the claim
+        is in `skip`): prefetched scores, the others in one batch."""
+        pairs, owner = self._pairs(claims, words, contexts, skip)
         missing = [pair for pair in pairs if pair not in self._scored]
         fresh = dict(zip(missing, self.verifier.support(missing), strict=True)) if missing else {}
         probs = [0.0] * len(claims)
@@ -174,12 +193,8 @@ class VerifierJudge:
             )
             return Verdict([], [], [], reason=reason, kind=kind)
         has_sentences = any(split_sentences(c) for c in contexts)
-        probs = self.claim_probabilities(cs.claims, cs.words, contexts)
-        scores = []
-        for c, p in zip(cs.claims, probs, strict=True):
-            if self.entity_check and ent.check(cs.surface[c], contexts).flag:
-                p = 0.0
-            scores.append(p)
+        rejected = self.rejected(cs.claims, cs.surface, contexts)
+        scores = self.claim_probabilities(cs.claims, cs.words, contexts, rejected)
         sup = [c for c, s in zip(cs.claims, scores, strict=True) if s >= self.threshold]
         uns = [c for c in cs.claims if c not in sup]
         found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.errors import ConfigError
+from ragrig.precision import autocast, quantize_linear_int8
 
 # The verifier's labels, in the order of its classifier head.
 LABELS = ("SUPPORT", "CONTRADICT", "NOT_ADDRESSED")
@@ -42,7 +43,7 @@ def locate(path: str | Path) -> Path:
     return path
 
 
-QUANTIZE = ("none", "int8")
+QUANTIZE = ("none", "bf16", "int8")
 
 
 class Verifier:
@@ -50,8 +51,10 @@ class Verifier:
 
     Pairs are scored once each (duplicates share one score) in batches of similar length (sorted
     by characters, ties by input order), so that little of a batch is padding. `quantize="int8"`
-    replaces the Linear layers by dynamically quantized int8 ones (torch.ao, fbgemm): faster on
-    CPU, scores close to but not identical with fp32 (BENCHMARKS.md §5)."""
+    replaces the Linear layers by dynamically quantized int8 ones (torch.ao, fbgemm);
+    `quantize="bf16"` runs the matrix products in bfloat16 under torch's CPU autocast (the
+    embedder's bf16). Both are faster on CPU, with scores close to but not identical with fp32
+    (BENCHMARKS.md §5)."""
 
     def __init__(
         self,
@@ -84,9 +87,7 @@ class Verifier:
             raise ConfigError(f"verifier quantize {quantize!r}: choose one of {list(QUANTIZE)}")
         self.quantize = quantize
         if quantize == "int8":
-            torch.ao.quantization.quantize_dynamic(
-                self.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
-            )
+            quantize_linear_int8(self.model)
 
     def probabilities(self, pairs: list[tuple[str, str]]) -> Any:
         """(n, labels) softmax probabilities; an empty list gives an empty array."""
@@ -99,13 +100,14 @@ class Verifier:
             first.setdefault(tuple(pair), len(first))
         unique = list(first)
         order = sorted(range(len(unique)), key=lambda i: (len(unique[i][0]) + len(unique[i][1]), i))
-        scored = self.model.predict(
-            [unique[i] for i in order],
-            batch_size=self.batch_size,
-            apply_softmax=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        with autocast(self.quantize):
+            scored = self.model.predict(
+                [unique[i] for i in order],
+                batch_size=self.batch_size,
+                apply_softmax=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         probs = np.empty_like(scored)
         probs[order] = scored
         return probs[[first[tuple(pair)] for pair in pairs]]
