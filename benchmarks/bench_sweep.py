@@ -16,8 +16,8 @@ With `generate=extractive` (and `report.mlflow` on, the default):
 (e) fixed overhead per point (target <= 3 s): the first two points (they differ in the last
     swept key only) run again, every stage restored or unchanged, side by side through both
     executors in the same copy: `dvc exp run --temp` per point (`--no-reuse`, two sweeps) and
-    `--executor worktree` (long-lived in-process DVC workers, `--no-reuse`, two sweeps: the first
-    makes the slot's worktree); the figure is the median point time (the DVC experiment's
+    `--executor worktree` (long-lived in-process DVC workers, `--no-reuse`), `--overhead-sweeps`
+    sweeps each (default 2), the executors taking turns; the figure is the median point time (the DVC experiment's
     set-up, restores and commit), plus the MLflow logging of one report
     (ragrig.report.tracking.log_run of (a)'s metrics and artifacts into a scratch store, median
     of 3) and the sweep's own MLflow calls (parent run, lookups) per point.
@@ -160,25 +160,30 @@ def overhead_points(points: list[Any]) -> list[str]:
     return [*first[:-1], f"{key}={','.join(values)}"]
 
 
-def point_overhead(repo: Path, env: dict, overrides: list[str], base: Path, name: str) -> dict:
+def point_overhead(
+    repo: Path, env: dict, overrides: list[str], base: Path, name: str, sweeps_each: int = 2
+) -> dict:
     """Median point time of the points in `overrides` run again (all restored), through the
-    `--temp` executor and the worktree executor, two sweeps each, in `repo`."""
+    `--temp` executor and the worktree executor, `sweeps_each` sweeps each (taking turns), in
+    `repo`."""
     out: dict[str, Any] = {}
-    for executor in ("temp", "worktree"):
-        sweeps = [
-            run_sweep(
-                repo,
-                env,
-                overrides,
-                1,
-                f"{name}-{executor}{i}",
-                base,
-                "--no-reuse",
-                "--executor",
-                executor,
+    runs: dict[str, list[dict]] = {"temp": [], "worktree": []}
+    for i in range(sweeps_each):
+        for executor in runs:
+            runs[executor].append(
+                run_sweep(
+                    repo,
+                    env,
+                    overrides,
+                    1,
+                    f"{name}-{executor}{i}",
+                    base,
+                    "--no-reuse",
+                    "--executor",
+                    executor,
+                )
             )
-            for i in range(2)
-        ]
+    for executor, sweeps in runs.items():
         assert all(sum(a["stage_runs"].values()) == 0 for a in sweeps), sweeps
         assert all(a["failed"] == 0 for a in sweeps), sweeps
         seconds = [s for a in sweeps for s in a["point_seconds"]]
@@ -234,10 +239,12 @@ def sweep_setup(args: Any, grids: dict[str, list[str]], prefix: str) -> SweepSet
     return SweepSetup(overrides, grid_args, points, schedule, minimum, base, env)
 
 
-def overhead(repo: Path, env: dict, ovh: list[str], base: Path, report_repo: Path) -> dict:
+def overhead(
+    repo: Path, env: dict, ovh: list[str], base: Path, report_repo: Path, sweeps_each: int = 2
+) -> dict:
     """(e): the point time through both executors plus the MLflow parts (the report logged is
     `report_repo`'s, a workspace run's)."""
-    executors = point_overhead(repo, env, ovh, base, "again")
+    executors = point_overhead(repo, env, ovh, base, "again", sweeps_each)
     os.environ["PYTHONPATH"] = str(repo / "src")
     mlflow_report_s = log_run_seconds(report_repo, base)
     mlflow_sweep_s = sweep_mlflow_seconds(repo, ovh, 2)
@@ -262,6 +269,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--jobs", type=int, default=2, help="points at a time in the parallel sweep")
     p.add_argument("--skip-sequential", action="store_true", help="leave out the -j 1 sweep")
     p.add_argument("--only", choices=["overhead"], default=None, help="(a) and (e) alone")
+    p.add_argument(
+        "--overhead-sweeps",
+        type=int,
+        default=2,
+        help="(e): sweeps of the two points per executor, the executors taking turns",
+    )
     args = p.parse_args(argv)
     setup = sweep_setup(args, {"scifact": SCIFACT_GRID, "tiny": TINY_GRID}, "ragrig-bench-sweep-")
     overrides, grid_args, points, minimum = (
@@ -305,7 +318,7 @@ def main(argv: list[str] | None = None) -> dict:
         ovh = overhead_points(points)
         run_sweep(cold_repo, env_for(cold_repo), ovh, 1, "ovh-fill", base)
         result["overhead_per_point_s"] = overhead(
-            cold_repo, env_for(cold_repo), ovh, base, cold_repo
+            cold_repo, env_for(cold_repo), ovh, base, cold_repo, args.overhead_sweeps
         )
         print(f"(e) overhead per point: {result['overhead_per_point_s']}", flush=True)
         result["machine_load_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -338,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # (e) fixed overhead per point: two points again, every stage restored, both executors
     result["overhead_per_point_s"] = overhead(
-        par_repo, env_for(par_repo), overhead_points(points), base, cold_repo
+        par_repo, env_for(par_repo), overhead_points(points), base, cold_repo, args.overhead_sweeps
     )
     print(f"(e) overhead per point: {result['overhead_per_point_s']}", flush=True)
     result["machine_load_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from ragrig.sweep.grid import SweepError
-from ragrig.sweep.inprocess import check_clean, experiment_of, prepare_slot, slot_path
+from ragrig.sweep.inprocess import (
+    check_clean,
+    experiment_of,
+    memoize_yaml_parsing,
+    prepare_slot,
+    slot_path,
+)
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -228,3 +234,36 @@ def test_exp_save_without_recommit_is_a_real_experiment_dvc_commit_would_not_cha
     assert len(exps) == 1
     data = exps[0]["revs"][0]["data"]
     assert data["params"]["params.yaml"]["data"] == {"a": 3}
+
+
+def test_yaml_memo_parses_each_text_once_and_hands_out_copies(monkeypatch):
+    import dvc.parsing.interpolate as interpolate
+    import dvc.utils.serialize as ser
+    import dvc.utils.serialize._yaml as y
+    import dvc.utils.strictyaml as strict
+
+    calls = []
+    original = y.parse_yaml
+
+    def counting(text, path, typ="safe"):
+        calls.append((typ, text))
+        return original(text, path, typ)
+
+    for module in (y, ser, strict):  # restored after the test
+        monkeypatch.setattr(module, "parse_yaml", counting)
+    monkeypatch.setattr(interpolate, "parse_expr", interpolate.parse_expr)
+    memoize_yaml_parsing()
+    memoize_yaml_parsing()  # idempotent: one memo
+    assert y.parse_yaml is ser.parse_yaml is strict.parse_yaml is not counting
+    text = "stages:\n  a:\n    cmd: echo ${x}\n    params: [p]\n"
+    first = y.parse_yaml(text, "dvc.yaml")
+    first["stages"]["a"]["cmd"] = "changed by DVC"
+    again = strict.parse_yaml(text, "dvc.yaml")
+    assert again == {"stages": {"a": {"cmd": "echo ${x}", "params": ["p"]}}}  # a copy
+    assert calls == [("safe", text)]
+    rt = y.parse_yaml_for_update(text, "dvc.lock")  # round-trip: parsed once more, as rt
+    assert calls[-1] == ("rt", text) and type(rt).__name__ == "CommentedMap"
+    assert y.parse_yaml_for_update(text, "dvc.lock") == rt and len(calls) == 2
+    assert y.parse_yaml(text + "\n# edited\n", "dvc.yaml") == again and len(calls) == 3
+    assert interpolate.parse_expr("a.b[0]") == "a.b.0" == interpolate.parse_expr("a.b[0]")
+    assert interpolate.parse_expr.cache_info().hits >= 1

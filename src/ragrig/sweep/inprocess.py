@@ -184,7 +184,13 @@ def lock_trusted() -> Iterator[None]:
     # Not re-locked as DVC's is (that would reset the index `exp save` has just loaded from
     # dvc.lock for its top-level metrics and plots, and load it again): the index is that one.
     def commit(self: Any, target: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
-        if target or args or kwargs.get("with_deps") or kwargs.get("data_only"):
+        if not target and not args and kwargs.get("data_only"):
+            # the stash's commit of data sources (`.dvc` files) before saving: nothing to do
+            # when the pipeline has none (DVC would collect and filter every stage to find so)
+            if not any(stage.is_data_source for stage in self.index.stages):
+                return []
+            return original(self, target, *args, **kwargs)
+        if target or args or kwargs.get("with_deps"):
             return original(self, target, *args, **kwargs)
         return list(self.index.stages)
 
@@ -193,6 +199,54 @@ def lock_trusted() -> Iterator[None]:
         yield
     finally:
         Repo.commit = original
+
+
+_YAML_MEMO_SIZE = 64
+
+
+def memoize_yaml_parsing() -> None:
+    """Parse each distinct YAML text once in this process: DVC's `parse_yaml` (safe and
+    round-trip) returns a deep copy of the first parse of the same text and type; and each
+    distinct `${...}` expression of dvc.yaml once.
+
+    A point re-reads the same few files dozens of times (params.yaml once per params dependency
+    of every stage, dvc.yaml and dvc.lock for each index DVC builds): on the fixture 63 parses of
+    about 6 distinct texts, a third of a point's time in ruamel. Keyed by the text itself, a file
+    that changes is parsed again; the copies keep DVC's in-place edits (of the lockfile's data)
+    out of the memo. Idempotent; meant for the worker process, whose only job is its points."""
+    import copy
+    from collections import OrderedDict
+
+    import dvc.utils.serialize as ser
+    import dvc.utils.serialize._yaml as y
+    import dvc.utils.strictyaml as strict
+
+    if getattr(y.parse_yaml, "_ragrig_memo", False):
+        return
+    parse = y.parse_yaml
+    memo: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def parse_yaml(text: str, path: Any, typ: str = "safe") -> Any:
+        key = (typ, text)
+        if key in memo:
+            memo.move_to_end(key)
+        else:
+            memo[key] = parse(text, path, typ)
+            if len(memo) > _YAML_MEMO_SIZE:
+                memo.popitem(last=False)
+        return copy.deepcopy(memo[key])
+
+    parse_yaml._ragrig_memo = True  # type: ignore[attr-defined]
+    for module in (y, ser, strict):
+        module.parse_yaml = parse_yaml
+    # each `${...}` of dvc.yaml is parsed by pyparsing again whenever DVC loads the pipeline
+    # (three times a point, ~1,700 expressions on the fixture): the parse of an expression is a
+    # string that depends on the expression alone
+    import functools
+
+    import dvc.parsing.interpolate as interpolate
+
+    interpolate.parse_expr = functools.lru_cache(maxsize=4096)(interpolate.parse_expr)
 
 
 # -- the worker process ---------------------------------------------------------------------
@@ -213,6 +267,7 @@ def _warm_up(slot: Path) -> None:
 
     from ragrig.params import compose_yaml, validate_composition
 
+    memoize_yaml_parsing()
     # Hydra's first composition initialises it, the first validation imports the config models
     validate_composition(yaml.safe_load(compose_yaml(slot / "conf", [])))
     cwd = os.getcwd()
@@ -255,6 +310,7 @@ def run_in_slot(
     try:
         from dvc.repo import Repo
 
+        memoize_yaml_parsing()
         marks = [("params", time.perf_counter(), time.process_time())]
         write_params(slot / "conf", slot / "params.yaml", overrides)
         with Repo(str(slot)) as repo:
