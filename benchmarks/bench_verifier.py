@@ -189,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         # the variants (the configured judge first) take turns, round by round in alternating
         # order, each prefetching every answer's pairs as the judge stage does
         judges = {"configured": judge}
-        for v in args.variant:
-            judges[v] = VerifierJudge.from_config(jcfg.model_copy(update=_overrides(v)))
+        overrides = {v: _overrides(v) for v in args.variant}
+        for v, update in overrides.items():
+            judges[v] = VerifierJudge.from_config(jcfg.model_copy(update=update))
             judges[v].verifier.support(pairs[:8])
         times: dict[str, list[float]] = {name: [] for name in judges}
         npairs: dict[str, int] = {}
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs_s": [round(t, 2) for t in times["configured"]],
             "variants": {
                 name: {
-                    "overrides": _overrides(name),
+                    "overrides": overrides[name],
                     "pairs": npairs[name],
                     "runs_s": [round(t, 2) for t in times[name]],
                     "answers_per_s": round(len(answers) / statistics.median(times[name]), 2),
