@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from ragrig.config import validate_section
 from ragrig.embed import encode_windows, make_embedder
@@ -78,7 +79,13 @@ def test_ray_vectors_identical_to_local_on_two_workers(tmp_path):
     cfg = _cfg(window=7, executor={"kind": "ray", "actors": 2, "cpus_per_actor": 1})
     seen: list[int] = []
     over_ray = encode_over_ray(cfg, table, done=seen.append)
-    local = encode_windows(make_embedder(cfg), texts, 7)
+    # each actor encodes on one torch thread; bf16 products on AMX CPUs round by thread count
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        local = encode_windows(make_embedder(cfg), texts, 7)
+    finally:
+        torch.set_num_threads(threads)
     assert over_ray.dtype == np.float32 and over_ray.shape == (20, 384)
     assert over_ray.tobytes() == local.tobytes()
     assert seen == [7, 7, 6]
