@@ -40,7 +40,10 @@ def ws(tmp_path_factory) -> Path:
 
 
 def test_worktree_sweep_is_lazy_saves_experiments_and_matches_temp(ws):
-    stdout, rows = _sweep(ws, "wt", "-j", "2", "--executor", "worktree", *BASE, *GRID)
+    # --alone none: the fixture's embeddings may run side by side, so both slots are used
+    stdout, rows = _sweep(
+        ws, "wt", "-j", "2", "--executor", "worktree", "--alone", "none", *BASE, *GRID
+    )
     ran = _ran(ws, 0)
     assert {s: ran[s] for s in ("parse", "chunk", "embed", "index", "retrieve")} == {
         "parse": 1,

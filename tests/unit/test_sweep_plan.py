@@ -12,7 +12,7 @@ import pytest
 
 from ragrig.sweep import SweepError, check_overrides, grid, swept_keys
 from ragrig.sweep.engine import plan
-from ragrig.sweep.plan import Schedule, StageGraph, stage_keys
+from ragrig.sweep.plan import ALONE_STAGES, Schedule, StageGraph, stage_keys
 from ragrig.sweep.results import row, table, write_rows
 
 from ..conftest import PROJECT
@@ -172,6 +172,39 @@ def test_parallel_schedule_never_runs_two_points_needing_the_same_uncomputed_sta
     assert len(computed) == len({k for point in keys for k in point.values()})
     assert order[0] == [0]  # parse is shared and uncomputed: the first point runs alone
     assert max(len(s) for s in order) == 2  # then two at a time
+
+
+def test_points_computing_an_embedding_run_alone_and_the_rest_fan_out():
+    keys = _bench_grid_keys()
+    schedule = Schedule(keys, ALONE_STAGES)
+    computed: dict[str, int] = {}
+    order = []
+    while schedule.pending or schedule.running:
+        started = schedule.ready(2)
+        assert started or schedule.running
+        for i in started:
+            for k in schedule.running[i]:
+                computed[k] = computed.get(k, 0) + 1
+        embeds = [i for i in schedule.running if schedule.needs_alone(i)]
+        assert not embeds or list(schedule.running) == embeds  # an embedding point is alone
+        order.append(sorted(schedule.running))
+        schedule.finish(next(iter(schedule.running)), ok=True)
+    assert all(n == 1 for n in computed.values())  # still the minimum stage runs
+    # the grid is chunk (outer) x M x efSearch: points 0, 4 and 8 compute the 3 embeddings
+    assert [o for o in order if set(o) & {0, 4, 8}] == [[0], [4], [8]]
+    assert sum(len(o) == 2 for o in order) >= 3  # the index/retrieve points still go in pairs
+    batches = Schedule(keys, ALONE_STAGES).batches(2)
+    assert [b for b in batches if set(b) & {0, 4, 8}] == [[0], [4], [8]]
+    assert sorted(i for b in batches for i in b) == list(range(12))
+
+
+def test_alone_names_only_stages_of_dvc_yaml(tmp_path):
+    from ragrig.sweep.cli import _stages
+
+    assert _stages("none", PROJECT) == frozenset()
+    assert _stages("embed, generate", PROJECT) == {"embed", "generate"}
+    with pytest.raises(SweepError, match=r"unknown stage\(s\) \['embedd'\].*'embed'"):
+        _stages("embedd", PROJECT)
 
 
 def test_a_failed_point_leaves_its_stages_to_the_next_point():

@@ -14,7 +14,8 @@ Every point is checked and composed before any runs (`grid`), and becomes
 `dvc exp run --temp -S <override> ...`: stages whose command, code, inputs and params are
 unchanged are restored from DVC's run-cache. Points that need the same not yet computed stage
 configuration never run at once (`plan`): one computes it, the others restore it, so a parallel
-sweep runs exactly the stages a sequential one does. Each point prints one progress line; its
+sweep runs exactly the stages a sequential one does; a point that computes an embedding or
+trains a model runs by itself, with every core (`--alone`). Each point prints one progress line; its
 output goes to `<sweep dir>/logs/`. At the end the sweep prints a table of the swept values and
 headline metrics, writes `<sweep dir>/rows.json`, and exits with the number of failed points.
 MLflow: one parent run per sweep, each point's report run a child of it (`runs`).

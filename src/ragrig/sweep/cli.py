@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from ragrig.errors import RagrigError
+from ragrig.sweep.grid import SweepError
+from ragrig.sweep.plan import ALONE_STAGES
 
 
 def _jobs_from_hydra(overrides: list[str]) -> int | None:
@@ -20,6 +22,20 @@ def _jobs_from_hydra(overrides: list[str]) -> int | None:
         -1,
     )
     return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
+
+
+def _stages(text: str, project: Path) -> frozenset[str]:
+    """`--alone`: stage names of dvc.yaml, comma-separated, or `none`."""
+    import yaml
+
+    names = {t.strip() for t in text.split(",") if t.strip() and t.strip() != "none"}
+    known = set(
+        (yaml.safe_load((project / "dvc.yaml").read_text(encoding="utf-8")) or {}).get("stages")
+        or {}
+    )
+    if unknown := sorted(names - known):
+        raise SweepError(f"--alone: unknown stage(s) {unknown}; dvc.yaml has {sorted(known)}")
+    return frozenset(names)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
                 "workers, one git worktree per slot, each point `reproduce` + `exp save` "
                 "in-process (ragrig.sweep.inprocess)",
             )
+        p.add_argument(
+            "--alone",
+            default=",".join(sorted(ALONE_STAGES)),
+            metavar="STAGES",
+            help="comma-separated stages that use every core: a point that computes one of "
+            "them runs by itself (default: %(default)s; 'none' for no such stage; add "
+            "'generate' when sweeping a local LLM)",
+        )
         p.add_argument("overrides", nargs="*")
         ns = p.parse_args(args[1:] if queue else args)
         sweep_dir = ns.sweep_dir
@@ -70,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             executor="queue" if queue else ns.executor,
             sweep_dir=sweep_dir,
             reuse=not ns.no_reuse,
+            alone=_stages(ns.alone, project),
         )
     except RagrigError as exc:
         print(f"ragrig sweep: error: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from ragrig.sweep.grid import (
     label,
     swept_keys,
 )
-from ragrig.sweep.plan import Schedule, StageGraph, stage_keys
+from ragrig.sweep.plan import ALONE_STAGES, Schedule, StageGraph, stage_keys
 from ragrig.sweep.prepare import check_lock_outputs, link_dataset_root
 
 MAX_EXIT = 125
@@ -277,11 +277,13 @@ def run_parallel(
     jobs: int,
     run: Any,
     progress: Progress,
+    alone: frozenset[str] = ALONE_STAGES,
 ) -> dict[int, Outcome]:
-    """Run the points `jobs` at a time, never two that need the same uncomputed stage."""
+    """Run the points `jobs` at a time, never two that need the same uncomputed stage, and a
+    point computing an `alone` stage by itself."""
     if not points:
         return {}
-    schedule = Schedule([p.keys for p in points])
+    schedule = Schedule([p.keys for p in points], alone)
     outcomes: dict[int, Outcome] = {}
     running: dict[Future, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -325,6 +327,7 @@ def run_queue(
     logs: Path,
     progress: Progress,
     poll: float = 2.0,
+    alone: frozenset[str] = ALONE_STAGES,
 ) -> dict[int, Outcome]:
     """Through DVC's experiment queue: batches of points that share no uncomputed stage, each
     batch queued, run `jobs` at a time by `dvc queue start -j`, and waited for."""
@@ -334,7 +337,7 @@ def run_queue(
     if not points:
         return outcomes
     remote = shared.for_points([p.cfg for p in points])
-    for batch in Schedule([p.keys for p in points]).batches(jobs):
+    for batch in Schedule([p.keys for p in points], alone).batches(jobs):
         names: dict[str, int] = {}
         for i in batch:
             cmd = ["dvc", "--wait-for-lock", "exp", "run", "--queue", *shared.pull_args(remote)]
@@ -405,6 +408,7 @@ def sweep(
     sweep_dir: Path | None = None,
     stream: Any = None,
     reuse: bool = True,
+    alone: frozenset[str] = ALONE_STAGES,
 ) -> int:
     """Run a sweep; return the number of failed points (the exit code, capped at 125)."""
     from ragrig.report.tracking import configure
@@ -491,12 +495,12 @@ def sweep(
         if executor == "queue":
             queue_env = {**env, **(parent.env("") if parent else {})}
             queue_env.pop("RAGRIG_SWEEP_POINT", None)
-            outcomes |= run_queue(todo, jobs, project, queue_env, logs, progress)
+            outcomes |= run_queue(todo, jobs, project, queue_env, logs, progress, alone=alone)
         elif cluster is not None:
             envs = {p.index: {**env, **(parent.env(p.label) if parent else {})} for p in todo}
             outcomes |= cluster.run(todo, envs, logs, progress)
         else:
-            outcomes |= run_parallel(todo, jobs, one, progress)
+            outcomes |= run_parallel(todo, jobs, one, progress, alone)
     except BaseException:
         if parent:
             parent.close(len(points), len(points))

@@ -7,6 +7,13 @@ no finished point has produced (the others come from DVC's run-cache). Two runni
 never need the same uncomputed key: the first runs it and caches it, the second then restores it.
 `Schedule` hands out points under that rule, so a parallel sweep runs exactly the stages a
 sequential one runs.
+
+Some stages already use every core they are given (`runtime.threads`), and their output may
+depend on that thread count (bf16 products round by it on some CPUs): the embedder and the
+training stages. Two of them side by side on the same cores take far longer than one after the
+other (on 2 cores, two SciFact embeddings took 719 s and 671 s where one at a time took 173 s and
+120 s). A point that still has to compute one of these `alone` stages runs by itself; the points
+that only need cheaper stages (index, retrieve onwards) fan out.
 """
 
 from __future__ import annotations
@@ -48,6 +55,10 @@ class StageGraph:
         return cls(params, upstream)
 
 
+#: stages that run with every core: a point computing one of them runs alone on this machine
+ALONE_STAGES = frozenset({"train_embed", "embed", "train_rerank", "train_verifier"})
+
+
 def _lookup(cfg: dict[str, Any], dotted: str) -> Any:
     node: Any = cfg
     for part in dotted.split("."):
@@ -81,9 +92,11 @@ def stage_keys(cfg: dict[str, Any], graph: StageGraph) -> dict[str, str]:
 @dataclass
 class Schedule:
     """Hands out the points (by index) in order, never two at once that need the same stage
-    key no finished point has produced."""
+    key no finished point has produced, and a point that needs an uncomputed key of an `alone`
+    stage only when nothing else runs (nothing else starts beside it)."""
 
     keys: list[dict[str, str]]
+    alone: frozenset[str] = frozenset()
     done: set[str] = field(default_factory=set)
     running: dict[int, set[str]] = field(default_factory=dict)
     pending: list[int] = field(default_factory=list)
@@ -94,15 +107,19 @@ class Schedule:
     def _needs(self, i: int) -> set[str]:
         return set(self.keys[i].values()) - self.done
 
+    def needs_alone(self, i: int) -> bool:
+        """Point i would compute a stage that runs with every core."""
+        return any(self.keys[i][s] not in self.done for s in self.alone if s in self.keys[i])
+
     def ready(self, slots: int) -> list[int]:
         """Points that may start now, at most `slots` of them."""
         started: list[int] = []
         for i in list(self.pending):
-            if len(started) >= slots:
+            if len(started) >= slots or any(self.needs_alone(r) for r in self.running):
                 break
             busy = set().union(*self.running.values()) if self.running else set()
             needs = self._needs(i)
-            if needs & busy:
+            if needs & busy or (self.running and self.needs_alone(i)):
                 continue
             self.pending.remove(i)
             self.running[i] = needs
