@@ -52,8 +52,25 @@ def parse_setting(text: str) -> dict[str, Any]:
     return out
 
 
+def merged_setting(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """The generate section with a setting's overrides; a setting naming another `method` keeps
+    only the keys of the base that method has (e.g. llama.cpp's n_batch left out)."""
+    from typing import get_args
+
+    from ragrig.generate.config import GenerateConfig
+
+    merged = {**base, **over}
+    if merged.get("method") != base.get("method"):
+        (union, _) = get_args(GenerateConfig)
+        fields = {c.model_fields["method"].default: c.model_fields for c in get_args(union)}
+        if merged.get("method") in fields:
+            keep = fields[merged["method"]]
+            merged = {k: v for k, v in merged.items() if k in keep or k in over}
+    return merged
+
+
 class _Timed:
-    """A llama.cpp generator keeping the timings of its last response."""
+    """A llama.cpp (or torch_gguf) generator keeping the timings of its last response."""
 
     def __init__(self, generator: Any):
         self.generator = generator
@@ -177,10 +194,12 @@ def main(argv: list[str] | None = None) -> dict:
         args.claims = list(claims.files) if claims else []
     base = load_params(args.params)["generate"]
     settings = args.setting or ["default"]
-    cfgs = [validate_section("generate", {**base, **parse_setting(s)}) for s in settings]
+    cfgs = [validate_section("generate", merged_setting(base, parse_setting(s))) for s in settings]
     for s, cfg in zip(settings, cfgs, strict=True):
-        if cfg.method != "llama_cpp":
-            raise SystemExit(f"--setting {s!r}: method {cfg.method!r}; this measures llama_cpp")
+        if cfg.method not in {"llama_cpp", "torch_gguf"}:
+            raise SystemExit(
+                f"--setting {s!r}: method {cfg.method!r}; this measures llama_cpp and torch_gguf"
+            )
 
     queries, chunks, run = _inputs(args, seed)
     n = args.n if args.n is not None else cfgs[0].max_queries

@@ -35,6 +35,7 @@ GENERATORS = {
     "extractive": "ragrig.generate.extractive:ExtractiveGenerator",
     "llama_cpp": "ragrig.generate.llama_cpp:LlamaCppGenerator",
     "openai_http": "ragrig.generate.openai_http:OpenAIHttpGenerator",
+    "torch_gguf": "ragrig.generate.torch_gguf:TorchGgufGenerator",
 }
 
 

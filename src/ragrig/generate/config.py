@@ -90,6 +90,38 @@ class GenerateLlamaCpp(_ChatBase):
         return self
 
 
+class GenerateTorchGguf(_ChatBase):
+    """The same GGUF model de-quantized into torch: the prompt evaluated in bf16 (AMX / AVX-512
+    matrix products where the CPU has them), the answer decoded in fp32
+    (ragrig.generate.torch_gguf)."""
+
+    method: Literal["torch_gguf"] = "torch_gguf"
+    model: str = Field(
+        "packaged:SmolLM2-135M-Instruct", description="'packaged:<name>' or a path to a GGUF file"
+    )
+    n_ctx: int = Field(2048, gt=0, description="prompt plus answer tokens, at most")
+    max_tokens: int = Field(128, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    constrain_verdict: bool = Field(
+        True,
+        description="prompt claim_verdict: the answer begins with one of the three verdicts "
+        "and a full stop (greedy over their token sequences); false: free text",
+    )
+    prefill_precision: Literal["bf16", "fp32"] = Field(
+        "bf16", description="the prompt's forward pass: bf16 autocast or fp32"
+    )
+    stop: list[str] = Field(
+        default_factory=list,
+        description="the answer ends before the first of these strings (not included)",
+    )
+
+    @model_validator(mode="after")
+    def _stops_not_blank(self) -> GenerateTorchGguf:
+        if any(not s for s in self.stop):
+            raise ValueError("generate.stop: an empty stop string would end every answer at once")
+        return self
+
+
 class GenerateOpenAIHttp(_ChatBase):
     """Any OpenAI-compatible chat-completions endpoint; needs the network unless it is local."""
 
@@ -103,5 +135,6 @@ class GenerateOpenAIHttp(_ChatBase):
 
 
 GenerateConfig = Annotated[
-    GenerateExtractive | GenerateLlamaCpp | GenerateOpenAIHttp, Field(discriminator="method")
+    GenerateExtractive | GenerateLlamaCpp | GenerateTorchGguf | GenerateOpenAIHttp,
+    Field(discriminator="method"),
 ]

@@ -1,0 +1,81 @@
+"""generate=smollm2_torch: the packaged GGUF de-quantized into torch, bf16 prompt, fp32 decode."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ragrig.config import validate_section
+from ragrig.errors import ConfigError
+from ragrig.generate import make_generator
+from ragrig.generate.prompt import VERDICT_LABELS, read_completion
+from ragrig.generate.torch_gguf import TorchGgufGenerator
+from tests.conftest import PROJECT
+
+CONTEXT = [
+    "Mars has two small moons, Phobos and Deimos.",
+    "Phobos orbits Mars three times a day.",
+]
+CLAIM = "Mars has two moons."
+
+
+@pytest.fixture(scope="module")
+def torch_smollm():
+    raw = yaml.safe_load((PROJECT / "conf" / "generate" / "smollm2_torch.yaml").read_text())
+    cfg = validate_section("generate", {**raw, "max_tokens": 24})
+    return make_generator(cfg, seed=13, threads=2)
+
+
+def test_config_validates_and_rejects_unknown_precision_and_blank_stops():
+    cfg = validate_section("generate", {"method": "torch_gguf"})
+    assert (cfg.prefill_precision, cfg.constrain_verdict, cfg.stop) == ("bf16", True, [])
+    with pytest.raises(ConfigError, match="prefill_precision"):
+        validate_section("generate", {"method": "torch_gguf", "prefill_precision": "int8"})
+    with pytest.raises(ConfigError, match="empty stop string"):
+        validate_section("generate", {"method": "torch_gguf", "stop": [""]})
+    with pytest.raises(ConfigError, match="n_batch"):  # a llama.cpp setting is not one of its
+        validate_section("generate", {"method": "torch_gguf", "n_batch": 512})
+
+
+def test_verdict_constraint_follows_the_three_token_sequences_then_lets_go():
+    gen = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    gen.verdicts = [[5, 6, 9], [5, 7], [8, 9]]
+    assert gen._allowed([]) == [5, 8]
+    assert gen._allowed([5]) == [6, 7]
+    assert gen._allowed([5, 6]) == [9]
+    assert gen._allowed([5, 7]) is None  # a verdict is complete: free from here
+    assert gen._allowed([8, 9, 1, 2]) is None
+    gen.verdicts = []
+    assert gen._allowed([]) is None  # unconstrained
+
+
+def test_answer_begins_with_a_verdict_and_is_deterministic(torch_smollm):
+    first = torch_smollm.respond(CLAIM, CONTEXT)
+    text = read_completion(first).text
+    assert any(text.startswith(f"{label}.") for label in VERDICT_LABELS), text
+    assert read_completion(torch_smollm.respond(CLAIM, CONTEXT)) == read_completion(first)
+    timings, usage = first["timings"], first["usage"]
+    assert timings["prompt_n"] == usage["prompt_tokens"] > 50
+    assert timings["predicted_n"] == usage["completion_tokens"] <= 24
+    assert timings["prompt_ms"] > 0 and timings["predicted_ms"] > 0
+
+
+def test_bf16_prompt_picks_the_same_verdict_as_fp32_and_samples_are_seeded(torch_smollm):
+    fp32 = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    fp32.__dict__.update({**torch_smollm.__dict__, "prefill_precision": "fp32"})
+    bf16_text = torch_smollm.generate(CLAIM, CONTEXT).text
+    assert fp32.generate(CLAIM, CONTEXT).text.split(".")[0] == bf16_text.split(".")[0]
+    a = torch_smollm.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
+    assert a == torch_smollm.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
+    assert a.text.split(".")[0] in VERDICT_LABELS  # the constraint holds while sampling too
+
+
+def test_stop_string_ends_the_answer_and_a_long_prompt_is_refused(torch_smollm):
+    stopped = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    stopped.__dict__.update({**torch_smollm.__dict__, "stop": ["."]})
+    short = stopped.generate(CLAIM, CONTEXT)
+    assert short.text.strip() in VERDICT_LABELS
+    tight = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    tight.__dict__.update({**torch_smollm.__dict__, "n_ctx": 64})
+    with pytest.raises(ValueError, match="exceeds n_ctx 64"):
+        tight.generate(CLAIM, CONTEXT)
