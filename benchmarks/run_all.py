@@ -168,7 +168,8 @@ SMOKE_ARGS = {
     "embed_ray": ["--n-docs", "20", "--window", "6", "--repeats", "1"],
     # a one-point sweep pushing to an S3 emulator, then one fresh clone restoring that point
     "remote_cache": ["--grid", "retrieve.ef_search=16", "--repeats", "1", "--workdir", "{tmp}"],
-    # three fixture claims answered by the packaged SmolLM2 under two settings, twice each
+    # three fixture claims answered by the packaged SmolLM2 under three settings (the last
+    # through torch: generate=smollm2_torch), twice each
     "generate": [
         "--claims",
         "original/claims_dev.jsonl",
@@ -180,6 +181,8 @@ SMOKE_ARGS = {
         "default",
         "--setting",
         'max_tokens=16;stop=["\\n"]',
+        "--setting",
+        "method=torch_gguf;max_tokens=16",
     ],  # fmt: skip
 }
 

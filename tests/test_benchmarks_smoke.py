@@ -432,8 +432,14 @@ def test_generate_benchmark_runs_settings_side_by_side_on_the_same_claims(smoke)
         2,
         "bm25",
     )
-    default, short = r["results"]
+    default, short, torch_gguf = r["results"]
     assert (default["setting"], default["overrides"]) == ("default", {})
+    assert torch_gguf["overrides"] == {"method": "torch_gguf", "max_tokens": 16}
+    # the same GGUF's chat template through transformers: the same prompt tokens
+    assert torch_gguf["prompt_tokens_mean"] == default["prompt_tokens_mean"]
+    assert 0 < torch_gguf["completion_tokens_mean"] <= 16
+    assert torch_gguf["deterministic"] is True and torch_gguf["status"] == {"ok": 3}
+    assert torch_gguf["no_verdict"] == 0 and torch_gguf["prompt_tok_s"] > 0
     assert short["overrides"] == {"max_tokens": 16, "stop": ["\n"]}
     # the same claims and passages: the same prompts
     assert default["prompt_tokens_mean"] == short["prompt_tokens_mean"] > 50
