@@ -58,44 +58,9 @@ class GenerateExtractive(_GenerateBase):
     min_overlap: float = Field(0.2, ge=0, le=1, description="below this, the baseline refuses")
 
 
-class GenerateLlamaCpp(_ChatBase):
-    method: Literal["llama_cpp"] = "llama_cpp"
-    model: str = Field(
-        "packaged:SmolLM2-135M-Instruct", description="'packaged:<name>' or a path to a GGUF file"
-    )
-    n_ctx: int = Field(2048, gt=0)
-    max_tokens: int = Field(128, gt=0)
-    temperature: float = Field(0.0, ge=0)
-    constrain_verdict: bool = Field(
-        True,
-        description="prompt claim_verdict: a grammar makes the answer begin with one of the "
-        "three verdicts (ragrig.generate.prompt.VERDICT_GRAMMAR); false: free text",
-    )
-    n_batch: int = Field(2048, gt=0, description="llama.cpp logical batch (prompt tokens/call)")
-    n_ubatch: int = Field(
-        512, gt=0, description="llama.cpp physical batch (prompt tokens per compute step)"
-    )
-    flash_attn: bool | None = Field(
-        None, description="llama.cpp flash attention on or off; null: llama.cpp decides"
-    )
-    stop: list[str] = Field(
-        default_factory=list,
-        description="the answer ends before the first of these strings (not included)",
-    )
+class _LocalGguf(_ChatBase):
+    """What the in-process GGUF backends share: the model file, context, decoding, stops."""
 
-    @model_validator(mode="after")
-    def _stops_not_blank(self) -> GenerateLlamaCpp:
-        if any(not s for s in self.stop):
-            raise ValueError("generate.stop: an empty stop string would end every answer at once")
-        return self
-
-
-class GenerateTorchGguf(_ChatBase):
-    """The same GGUF model de-quantized into torch: the prompt evaluated in bf16 (AMX / AVX-512
-    matrix products where the CPU has them), the answer decoded in fp32
-    (ragrig.generate.torch_gguf)."""
-
-    method: Literal["torch_gguf"] = "torch_gguf"
     model: str = Field(
         "packaged:SmolLM2-135M-Instruct", description="'packaged:<name>' or a path to a GGUF file"
     )
@@ -105,10 +70,8 @@ class GenerateTorchGguf(_ChatBase):
     constrain_verdict: bool = Field(
         True,
         description="prompt claim_verdict: the answer begins with one of the three verdicts "
-        "and a full stop (greedy over their token sequences); false: free text",
-    )
-    prefill_precision: Literal["bf16", "fp32"] = Field(
-        "bf16", description="the prompt's forward pass: bf16 autocast or fp32"
+        "(llama_cpp: the grammar ragrig.generate.prompt.VERDICT_GRAMMAR; torch_gguf: greedy "
+        "over their token sequences); false: free text",
     )
     stop: list[str] = Field(
         default_factory=list,
@@ -116,10 +79,32 @@ class GenerateTorchGguf(_ChatBase):
     )
 
     @model_validator(mode="after")
-    def _stops_not_blank(self) -> GenerateTorchGguf:
+    def _stops_not_blank(self) -> _LocalGguf:
         if any(not s for s in self.stop):
             raise ValueError("generate.stop: an empty stop string would end every answer at once")
         return self
+
+
+class GenerateLlamaCpp(_LocalGguf):
+    method: Literal["llama_cpp"] = "llama_cpp"
+    n_batch: int = Field(2048, gt=0, description="llama.cpp logical batch (prompt tokens/call)")
+    n_ubatch: int = Field(
+        512, gt=0, description="llama.cpp physical batch (prompt tokens per compute step)"
+    )
+    flash_attn: bool | None = Field(
+        None, description="llama.cpp flash attention on or off; null: llama.cpp decides"
+    )
+
+
+class GenerateTorchGguf(_LocalGguf):
+    """The same GGUF model de-quantized into torch: the prompt evaluated in bf16 (AMX / AVX-512
+    matrix products where the CPU has them), the answer decoded in fp32
+    (ragrig.generate.torch_gguf)."""
+
+    method: Literal["torch_gguf"] = "torch_gguf"
+    prefill_precision: Literal["bf16", "fp32"] = Field(
+        "bf16", description="the prompt's forward pass: bf16 autocast or fp32"
+    )
 
 
 class GenerateOpenAIHttp(_ChatBase):
