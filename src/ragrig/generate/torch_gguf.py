@@ -128,7 +128,7 @@ class TorchGgufGenerator:
             logits = out.logits[0, -1].float()
             t1 = time.perf_counter()
             generated: list[int] = []
-            text = ""
+            text: str | None = None  # set when a stop string ends the answer
             finish = "length"
             while len(generated) < self.max_tokens:
                 allowed = self._allowed(generated)
@@ -145,14 +145,17 @@ class TorchGgufGenerator:
                     finish = "stop"
                     break
                 generated.append(token)
-                text = self.tokenizer.decode(generated, skip_special_tokens=True)
-                if self.stop and any(s in text for s in self.stop):
-                    text = text[: min(text.find(s) for s in self.stop if s in text)]
-                    finish = "stop"
-                    break
+                if self.stop:  # decoded per token only when a stop string may end it
+                    so_far = self.tokenizer.decode(generated, skip_special_tokens=True)
+                    if any(s in so_far for s in self.stop):
+                        text = so_far[: min(so_far.find(s) for s in self.stop if s in so_far)]
+                        finish = "stop"
+                        break
                 out = self.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
                 cache, logits = out.cache, out.logits[0, -1].float()
             t2 = time.perf_counter()
+        if text is None:
+            text = self.tokenizer.decode(generated, skip_special_tokens=True)
         return {
             "choices": [
                 {"message": {"role": "assistant", "content": text}, "finish_reason": finish}
