@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ragrig.errors import RagrigError
 from ragrig.sweep.grid import SweepError
-from ragrig.sweep.plan import ALONE_STAGES
+from ragrig.sweep.plan import ALONE_STAGES, StageGraph
 
 
 def _jobs_from_hydra(overrides: list[str]) -> int | None:
@@ -26,13 +26,8 @@ def _jobs_from_hydra(overrides: list[str]) -> int | None:
 
 def _stages(text: str, project: Path) -> frozenset[str]:
     """`--alone`: stage names of dvc.yaml, comma-separated, or `none`."""
-    import yaml
-
     names = {t.strip() for t in text.split(",") if t.strip() and t.strip() != "none"}
-    known = set(
-        (yaml.safe_load((project / "dvc.yaml").read_text(encoding="utf-8")) or {}).get("stages")
-        or {}
-    )
+    known = set(StageGraph.from_dvc_yaml(project / "dvc.yaml").params)
     if unknown := sorted(names - known):
         raise SweepError(f"--alone: unknown stage(s) {unknown}; dvc.yaml has {sorted(known)}")
     return frozenset(names)
