@@ -5,7 +5,7 @@ Each --setting is a set of overrides of the generate section of --params (`key=v
 joined by `;`, values read as YAML; `default` is the section unchanged), e.g.
 `max_tokens=64;stop=["\\n"]`. Every setting answers the same --n queries (the generate stage's
 seeded sample of the split, `runtime.seed`) from the same contexts, through the stage's own
-code (`ragrig.generate.generate_all`); the settings take turns query by query, --repeats times
+code (`ragrig.generate.generate_all`); the settings take turns query by query (a batch of queries at a time when one decodes answers in batches, torch_gguf's decode_batch), --repeats times
 over, so machine load falls on all of them alike, and the figures are medians over repeats.
 
 Contexts: with --stage-dir, the pipeline's own outputs (`DIR/parse/queries.parquet`,
@@ -70,19 +70,39 @@ def merged_setting(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]
 
 
 class _Timed:
-    """A llama.cpp (or torch_gguf) generator keeping the timings of its last response."""
+    """A llama.cpp (or torch_gguf) generator keeping the timings of its last responses; a
+    batching one (torch_gguf's respond_many) still answers `batch_size` queries together."""
 
     def __init__(self, generator: Any):
         self.generator = generator
         self.model_name = generator.model_name
-        self.timings: dict[str, float] = {}
+        self.timings: list[dict[str, float]] = []
+        if hasattr(generator, "respond_many"):
+            self.batch_size = generator.batch_size
+            self.generate_many = self._generate_many
 
     def generate(self, question: str, passages: list[str]) -> Any:
         from ragrig.generate.prompt import read_completion
 
         response = self.generator.respond(question, passages)
-        self.timings = response.get("timings") or {}
+        self.timings = [response.get("timings") or {}]
         return read_completion(response)
+
+    def _generate_many(self, requests: list[Any]) -> list[Any]:
+        from dataclasses import replace
+
+        from ragrig.generate.prompt import read_completion
+
+        out, self.timings = [], []
+        for response in self.generator.respond_many(requests):
+            if isinstance(response, Exception):
+                out.append(response)
+                continue
+            t = response["timings"]
+            self.timings.append(t)
+            seconds = (t["prompt_ms"] + t["predicted_ms"]) / 1000
+            out.append(replace(read_completion(response), seconds=seconds))
+        return out
 
 
 def _inputs(args: argparse.Namespace, seed: int) -> tuple[Any, Any, Any]:
@@ -217,14 +237,21 @@ def main(argv: list[str] | None = None) -> dict:
     # rows[i][r]: setting i's generations of repeat r; timing[i][r]: llama.cpp timings
     rows: list[list[list[Any]]] = [[[] for _ in range(args.repeats)] for _ in cfgs]
     timing: list[list[list[dict]]] = [[[] for _ in range(args.repeats)] for _ in cfgs]
+    # the settings take turns a batch of queries at a time (the largest decode_batch)
+    turn = max(getattr(g, "batch_size", 1) for g in gens)
     for r in range(args.repeats):
-        for qid in qids:
+        for start in range(0, len(qids), turn):
             for i, (cfg, gen) in enumerate(zip(cfgs, gens, strict=True)):
                 row = generate_all(
-                    gen, [qid], texts, contexts[i], cfg.max_passage_chars, progress=False
+                    gen,
+                    qids[start : start + turn],
+                    texts,
+                    contexts[i],
+                    cfg.max_passage_chars,
+                    progress=False,
                 )
                 rows[i][r].append(row)
-                timing[i][r].append(gen.timings)
+                timing[i][r].extend(gen.timings)
         print(f"repeat {r + 1}/{args.repeats} done", file=sys.stderr)
 
     judge_cfg = load_section("judge", args.params)

@@ -96,7 +96,7 @@ def test_default_values():
     assert cfg["dataset"].root == "../shared/datasets/scifact"
     assert cfg["retrieve"].method == "hybrid_rrf" and cfg["retrieve"].rrf_k == 5  # tuned on train
     assert (cfg["index"].dense.m, cfg["index"].dense.ef_construction) == (32, 200)
-    assert cfg["generate"].method == "llama_cpp" and cfg["generate"].max_queries == 50
+    assert cfg["generate"].method == "torch_gguf" and cfg["generate"].max_queries == 50
 
 
 @pytest.mark.parametrize(

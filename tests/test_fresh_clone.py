@@ -141,7 +141,8 @@ def test_make_repro_returns_to_the_default_after_an_experiment(clone):
     # the copy's default becomes the tiny fixture, so that its `make repro` takes seconds
     config = clone / "conf" / "config.yaml"
     text = config.read_text().replace("dataset: scifact", "dataset: tiny")
-    config.write_text(text.replace("generate: smollm2", "generate: extractive"))
+    assert "  - generate: smollm2_torch\n" in text  # the committed default, replaced
+    config.write_text(text.replace("  - generate: smollm2_torch\n", "  - generate: extractive\n"))
     _make(clone, "params")
     sh(["git", "commit", "-qam", "tiny default"], clone)
     _make(clone, "exp", "ARGS=-S retrieve.ef_search=16")

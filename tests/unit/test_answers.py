@@ -406,3 +406,58 @@ def test_summary_of_an_old_metrics_file_keeps_its_cost_line():
     assert summary_lines({"cost_usd_per_query": {"mean": 0.5, "prices_as_of": "x"}}) == [
         "cost per query: $0.500000 mean (prices as of x)"
     ]
+
+
+class _Batching:
+    """A batching backend: records each generate_many call; request 'bad' fails alone, a batch
+    holding 'all-bad' fails whole."""
+
+    model_name = "batching"
+
+    def __init__(self, batch_size):
+        self.batch_size = batch_size
+        self.calls: list[list[tuple]] = []
+
+    def generate(self, question, passages, temperature=None, seed=None):
+        raise AssertionError("a batching backend is called through generate_many")
+
+    def generate_many(self, requests):
+        self.calls.append([(r.question, r.temperature, r.seed) for r in requests])
+        if any(r.question == "all-bad" for r in requests):
+            raise RuntimeError("the batch broke")
+        return [
+            ValueError("too long")
+            if r.question == "bad"
+            else Generation(f"{r.question} t={r.temperature} s={r.seed}", 5, 2, seconds=0.5 + i)
+            for i, r in enumerate(requests)
+        ]
+
+
+def test_batching_backend_gets_batch_size_requests_and_each_answer_its_own_time():
+    gen = _Batching(batch_size=2)
+    qids = ["a", "b", "c"]
+    queries = {"a": "qa", "b": "bad", "c": "qc"}
+    df = generate_all(gen, qids, queries, {q: [] for q in qids}, 10, progress=False)
+    assert gen.calls == [[("qa", None, None), ("bad", None, None)], [("qc", None, None)]]
+    assert df["status"].tolist() == ["ok", "error", "ok"]
+    assert df.loc[1, "error"] == "ValueError: too long"  # the others of its batch answered
+    assert df["answer"].tolist() == ["qa t=None s=None", "", "qc t=None s=None"]
+    # the backend's attribution: 0.5 s for the first of a batch (a failed one: what is left)
+    assert df.loc[0, "latency_ms"] == df.loc[2, "latency_ms"] == 500.0
+    assert (df["cpu_s"] >= 0).all() and df["cpu_s"].dtype == float
+
+
+def test_batching_backend_samples_in_batches_and_a_failed_batch_fails_each_row():
+    gen = _Batching(batch_size=3)
+    df = generate_all(
+        gen, ["a"], {"a": "qa"}, {"a": []}, 10, progress=False, consistency_samples=2, seed=7
+    )
+    assert gen.calls == [[("qa", None, None)], [("qa", 0.7, 8), ("qa", 0.7, 9)]]
+    assert json.loads(df.loc[0, "samples"]) == ["qa t=0.7 s=8", "qa t=0.7 s=9"]
+    gen = _Batching(batch_size=2)
+    df = generate_all(
+        gen, ["a", "b"], {"a": "qa", "b": "all-bad"}, {"a": [], "b": []}, 10, progress=False
+    )
+    assert df["status"].tolist() == ["error", "error"]
+    assert set(df["error"]) == {"RuntimeError: the batch broke"}
+    assert (df["latency_ms"] > 0).all()  # the failed call's time, shared evenly

@@ -1,4 +1,5 @@
-"""generate=smollm2_torch: the packaged GGUF de-quantized into torch, bf16 prompt, fp32 decode."""
+"""generate=smollm2_torch (the default generator): the packaged GGUF de-quantized into torch,
+bf16 prompt, fp32 decode, answers decoded in batches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import yaml
 
 from ragrig.config import validate_section
 from ragrig.errors import ConfigError
-from ragrig.generate import make_generator
+from ragrig.generate import Request, make_generator
 from ragrig.generate.prompt import VERDICT_LABELS, read_completion
 from ragrig.generate.torch_gguf import TorchGgufGenerator
 from tests.conftest import PROJECT
@@ -29,6 +30,9 @@ def torch_smollm():
 def test_config_validates_and_rejects_unknown_precision_and_blank_stops():
     cfg = validate_section("generate", {"method": "torch_gguf"})
     assert (cfg.prefill_precision, cfg.constrain_verdict, cfg.stop) == ("bf16", True, [])
+    assert cfg.decode_batch == 16
+    with pytest.raises(ConfigError, match="decode_batch"):
+        validate_section("generate", {"method": "torch_gguf", "decode_batch": 0})
     with pytest.raises(ConfigError, match="prefill_precision"):
         validate_section("generate", {"method": "torch_gguf", "prefill_precision": "int8"})
     with pytest.raises(ConfigError, match="empty stop string"):
@@ -79,3 +83,41 @@ def test_stop_string_ends_the_answer_and_a_long_prompt_is_refused(torch_smollm):
     tight.__dict__.update({**torch_smollm.__dict__, "n_ctx": 64})
     with pytest.raises(ValueError, match="exceeds n_ctx 64"):
         tight.generate(CLAIM, CONTEXT)
+
+
+def _with(gen, **fields):
+    other = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    other.__dict__.update({**gen.__dict__, **fields})
+    return other
+
+
+def test_answers_decoded_together_equal_each_decoded_alone(torch_smollm):
+    requests = [
+        Request(CLAIM, CONTEXT),
+        Request("Phobos is larger than Deimos.", CONTEXT[:1]),  # a shorter prompt: padded
+        Request("Deimos orbits Venus.", [*CONTEXT, "Venus has no moons at all."]),
+    ]
+    together = _with(torch_smollm, batch_size=3).respond_many(requests)
+    alone = _with(torch_smollm, batch_size=1)
+    lengths = {r["usage"]["prompt_tokens"] for r in together}
+    assert len(lengths) == 3  # three prompt lengths in one batch
+    for request, response in zip(requests, together, strict=True):
+        single = alone.respond(request.question, request.passages)
+        assert read_completion(response) == read_completion(single)
+        assert response["timings"]["predicted_ms"] > 0
+    # sampling in a batch: seeded per request, the same as alone
+    sampled = _with(torch_smollm, batch_size=2).generate_many(
+        [Request(CLAIM, CONTEXT, 0.9, 1), Request(CLAIM, CONTEXT, 0.9, 2)]
+    )
+    assert sampled[0].text == alone.generate(CLAIM, CONTEXT, temperature=0.9, seed=1).text
+    assert sampled[1].text == alone.generate(CLAIM, CONTEXT, temperature=0.9, seed=2).text
+    assert all(g.seconds > 0 for g in sampled)
+
+
+def test_a_request_too_long_fails_alone_in_its_batch(torch_smollm):
+    short = torch_smollm.respond(CLAIM, CONTEXT[:1])["usage"]["prompt_tokens"]
+    n_ctx = short + torch_smollm.max_tokens  # the short prompt and its answer just fit
+    tight = _with(torch_smollm, batch_size=2, n_ctx=n_ctx)
+    out = tight.generate_many([Request(CLAIM, CONTEXT * 3), Request(CLAIM, CONTEXT[:1])])
+    assert isinstance(out[0], ValueError) and f"exceeds n_ctx {n_ctx}" in str(out[0])
+    assert out[1].text.split(".")[0] in VERDICT_LABELS

@@ -75,7 +75,7 @@ PRESETS = {
         "index.dense.ef_construction": [100, 200],
         "retrieve.ef_search": [32, 64, 128],
     },
-    "model_sweep": {"generate": ["extractive", "smollm2"]},
+    "model_sweep": {"generate": ["extractive", "smollm2_torch", "smollm2"]},
 }
 
 

@@ -18,10 +18,28 @@ class Generation:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # wall seconds a batching backend attributes to this answer (its own prompt pass plus its
+    # share of the batch's decoding); None: the call's own time is the answer's
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """One answer to produce: `temperature` / `seed` None take the generator's own."""
+
+    question: str
+    passages: list[str]
+    temperature: float | None = None
+    seed: int | None = None
 
 
 class Generator(Protocol):
-    """A backend may also have `secrets` (e.g. its API key): redacted from every stored error."""
+    """A backend may also have `secrets` (e.g. its API key): redacted from every stored error.
+
+    A backend that answers several requests together also has `batch_size` and
+    `generate_many(requests) -> [Generation | Exception]` (one per request, in order; a failed
+    request is its exception, the others still answered); generate_all then hands it
+    `batch_size` requests at a time."""
 
     model_name: str
 
@@ -112,26 +130,48 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
-def _samples(
-    generator: Generator,
-    question: str,
-    passages: list[str],
-    n: int,
-    temperature: float,
-    seed: int,
-) -> tuple[list[str | None], list[str]]:
-    """n sampled answers (None for a failed one) and a message per failure."""
-    out: list[str | None] = []
-    failures = []
-    for i in range(1, n + 1):
-        try:
-            gen = generator.generate(question, passages, temperature=temperature, seed=seed + i)  # type: ignore[call-arg]
-        except Exception as exc:
-            out.append(None)
-            failures.append(f"sample {i}: {type(exc).__name__}: {exc}")
-        else:
-            out.append(gen.text.strip())
-    return out, failures
+def _answer(generator: Generator, requests: list[Request]) -> list[tuple[Any, float, float]]:
+    """(Generation or the exception raised, wall seconds, CPU seconds) per request: one call
+    each, or one generate_many call for a batching backend, whose wall time is the answers'
+    own `seconds` (a failed request's: what is left of the call's, shared evenly) and whose
+    CPU time is shared out in proportion to them."""
+    many = getattr(generator, "generate_many", None)
+    if many is None:
+        out = []
+        for r in requests:
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                kw = {} if r.temperature is None else {"temperature": r.temperature, "seed": r.seed}
+                gen: Any = generator.generate(r.question, r.passages, **kw)  # type: ignore[call-arg]
+            except Exception as exc:  # kept and counted by the caller
+                gen = exc
+            out.append((gen, time.perf_counter() - t0, time.process_time() - c0))
+        return out
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        gens: list[Any] = list(many(requests))
+        if len(gens) != len(requests):
+            raise RuntimeError(f"generate_many gave {len(gens)} answers for {len(requests)}")
+    except Exception as exc:  # the whole batch failed: every request records it
+        gens = [exc] * len(requests)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    given = [g.seconds if isinstance(g, Generation) else None for g in gens]
+    missing = sum(s is None for s in given)  # failed requests: the rest of the call's time
+    rest = max(wall - sum(s for s in given if s is not None), 0.0) / missing if missing else 0.0
+    secs = [rest if s is None else s for s in given]
+    total = sum(secs)
+    shares = [s / total for s in secs] if total > 0 else [1 / len(secs)] * len(secs)
+    return [(g, s, cpu * f) for g, s, f in zip(gens, secs, shares, strict=True)]
+
+
+def _batches(generator: Generator, items: list[Any]) -> Iterable[list[Any]]:
+    size = (
+        max(1, int(getattr(generator, "batch_size", 1)))
+        if hasattr(generator, "generate_many")
+        else 1
+    )
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def generate_all(
@@ -147,61 +187,112 @@ def generate_all(
 ) -> pd.DataFrame:
     """One row per query; a failure becomes status 'error' with its message, never a dropped row.
 
-    `contexts` maps qid -> [(chunk_id, text)] best first. `cpu_s` is the process CPU time of
-    the answer's call (all threads of this process: an in-process model's compute; next to
-    nothing for an HTTP backend). With `consistency_samples` n > 0, each answered query gets n
-    more answers at `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON
-    list `samples` (a failed sample is null there and named in `error`; the answer stays ok).
+    `contexts` maps qid -> [(chunk_id, text)] best first. `latency_ms` is the answer's call
+    (for a batching backend, its own prompt pass plus an even share of its batch's decoding);
+    `cpu_s` the process CPU time of that call (all threads of this process: an in-process
+    model's compute; next to nothing for an HTTP backend), shared out likewise. With
+    `consistency_samples` n > 0, each answered query gets n more answers at
+    `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON list `samples` (a
+    failed sample is null there and named in `error`; the answer stays ok).
     """
-    from ragrig.progress import track
+    from ragrig.progress import bar
 
     secrets = tuple(getattr(generator, "secrets", ()))
     rows = []
-    for qid in track(qids, f"generate {generator.model_name}", "answers") if progress else qids:
-        ctx = contexts.get(qid, [])
-        passages = [text[:max_passage_chars] for _, text in ctx]
-        row = {
-            "qid": qid,
-            "status": "ok",
-            "answer": "",
-            "context_chunk_ids": json.dumps([c for c, _ in ctx]),
-            "contexts": json.dumps(passages, ensure_ascii=False),
-            "citations": "[]",
-            "model": generator.model_name,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "latency_ms": 0.0,
-            "error": "",
-            "cpu_s": 0.0,
-            "samples": "[]",
-        }
-        t0, c0 = time.perf_counter(), time.process_time()
-        try:
-            gen = generator.generate(queries[qid], passages)
-        except Exception as exc:  # counted as status=error in the report, never hidden
-            row.update(status="error", error=redact(f"{type(exc).__name__}: {exc}", secrets))
-        else:
-            row.update(
-                answer=gen.text.strip(),
-                prompt_tokens=int(gen.prompt_tokens),
-                completion_tokens=int(gen.completion_tokens),
-                citations=json.dumps(citations(gen.text, len(passages))),
-            )
-            if not row["answer"]:
-                row["status"] = "empty"
-        row["latency_ms"] = (time.perf_counter() - t0) * 1e3
-        row["cpu_s"] = time.process_time() - c0
-        if consistency_samples and row["status"] != "error":
-            samples, failures = _samples(
-                generator,
-                queries[qid],
-                passages,
-                consistency_samples,
-                consistency_temperature,
-                seed,
-            )
-            row["samples"] = json.dumps(samples, ensure_ascii=False)
-            if failures:
-                row["error"] = redact("; ".join(failures), secrets)
-        rows.append(row)
+    with (
+        bar(f"generate {generator.model_name}", len(qids), "answers") if progress else _NoBar() as b
+    ):
+        for chunk in _batches(generator, list(qids)):
+            passages = {
+                q: [text[:max_passage_chars] for _, text in contexts.get(q, [])] for q in chunk
+            }
+            answers = _answer(generator, [Request(queries[q], passages[q]) for q in chunk])
+            done = []
+            for qid, (gen, wall, cpu) in zip(chunk, answers, strict=True):
+                ctx = contexts.get(qid, [])
+                row = {
+                    "qid": qid,
+                    "status": "ok",
+                    "answer": "",
+                    "context_chunk_ids": json.dumps([c for c, _ in ctx]),
+                    "contexts": json.dumps(passages[qid], ensure_ascii=False),
+                    "citations": "[]",
+                    "model": generator.model_name,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                    "latency_ms": wall * 1e3,
+                    "error": "",
+                    "cpu_s": cpu,
+                    "samples": "[]",
+                }
+                if isinstance(gen, Exception):  # counted as status=error, never hidden
+                    row.update(
+                        status="error", error=redact(f"{type(gen).__name__}: {gen}", secrets)
+                    )
+                else:
+                    row.update(
+                        answer=gen.text.strip(),
+                        prompt_tokens=int(gen.prompt_tokens),
+                        completion_tokens=int(gen.completion_tokens),
+                        citations=json.dumps(citations(gen.text, len(passages[qid]))),
+                    )
+                    if not row["answer"]:
+                        row["status"] = "empty"
+                done.append(row)
+            if consistency_samples:
+                _add_samples(
+                    generator,
+                    [r for r in done if r["status"] != "error"],
+                    queries,
+                    passages,
+                    consistency_samples,
+                    consistency_temperature,
+                    seed,
+                    secrets,
+                )
+            rows.extend(done)
+            b.update(len(chunk))
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else None)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _add_samples(
+    generator: Generator,
+    rows: list[dict[str, Any]],
+    queries: dict[str, str],
+    passages: dict[str, list[str]],
+    n: int,
+    temperature: float,
+    seed: int,
+    secrets: tuple[str, ...],
+) -> None:
+    """Each row's n sampled answers (sample i seeded seed + i) into `samples` (None for a failed
+    one, named in `error`)."""
+    requests = [
+        Request(queries[r["qid"]], passages[r["qid"]], temperature, seed + i)
+        for r in rows
+        for i in range(1, n + 1)
+    ]
+    results = [a for chunk in _batches(generator, requests) for a in _answer(generator, chunk)]
+    for k, row in enumerate(rows):
+        out: list[str | None] = []
+        failures = []
+        for i, (gen, _, _) in enumerate(results[k * n : (k + 1) * n], start=1):
+            if isinstance(gen, Exception):
+                out.append(None)
+                failures.append(f"sample {i}: {type(gen).__name__}: {gen}")
+            else:
+                out.append(gen.text.strip())
+        row["samples"] = json.dumps(out, ensure_ascii=False)
+        if failures:
+            row["error"] = redact("; ".join(failures), secrets)

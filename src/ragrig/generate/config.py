@@ -105,6 +105,12 @@ class GenerateTorchGguf(_LocalGguf):
     prefill_precision: Literal["bf16", "fp32"] = Field(
         "bf16", description="the prompt's forward pass: bf16 autocast or fp32"
     )
+    decode_batch: int = Field(
+        16,
+        gt=0,
+        description="answers decoded together, one token of each per step (each prompt is "
+        "still evaluated alone); 1: each answer decoded alone",
+    )
 
 
 class GenerateOpenAIHttp(_ChatBase):
