@@ -187,6 +187,16 @@ SMOKE_ARGS = {
 }
 
 
+def smoke_params(tmp: Path) -> Path:
+    """params.yaml composed for the tiny fixture (`dataset=tiny`, its first stage: the packaged
+    embedder; SciFact's default embedder is trained on SciFact's train split), written in tmp."""
+    from ragrig.params import compose_yaml
+
+    path = Path(tmp) / "params-tiny.yaml"
+    path.write_text(compose_yaml(C.PROJECT_ROOT / "conf", ["dataset=tiny"]), encoding="utf-8")
+    return path
+
+
 def command(
     name: str,
     dataset_root: Path,
@@ -238,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(args.out.read_text(encoding="utf-8")).get("benchmarks", {})
     status = 0
     with tempfile.TemporaryDirectory(prefix="ragrig-bench-") as tmp:
+        if args.smoke and args.params.resolve() == C.DEFAULT_PARAMS.resolve():
+            args.params = smoke_params(Path(tmp))
         for name in names:
             out = Path(tmp) / f"{name}.json"
             cmd = command(name, dataset_root, args.params, extra.get(name, []), Path(tmp))

@@ -46,10 +46,9 @@ def smoke(tmp_path_factory) -> dict[str, tuple[int, str, dict | None]]:
     procs = {}
     unknown = set(ONLY) - set(RUN_ALL.BENCHMARKS)
     assert not unknown, f"RAGRIG_BENCH_SMOKE_ONLY names no benchmark: {sorted(unknown)}"
+    params = RUN_ALL.smoke_params(tmp)
     for name in ONLY or RUN_ALL.BENCHMARKS:
-        cmd = RUN_ALL.command(
-            name, RUN_ALL.SMOKE_DATASET, PROJECT / "params.yaml", RUN_ALL.SMOKE_ARGS[name], tmp
-        )
+        cmd = RUN_ALL.command(name, RUN_ALL.SMOKE_DATASET, params, RUN_ALL.SMOKE_ARGS[name], tmp)
         log = open(tmp / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
         procs[name] = (
             subprocess.Popen(

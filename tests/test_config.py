@@ -94,7 +94,12 @@ def test_set_overrides_compose_like_dvc_exp_run_s():
 def test_default_values():
     cfg = validate_all(compose(CONF))
     assert cfg["dataset"].root == "../shared/datasets/scifact"
-    assert cfg["retrieve"].method == "hybrid_rrf" and cfg["retrieve"].rrf_k == 5  # tuned on train
+    # SciFact's first stage (conf/dataset/scifact.yaml): the embedder adapted on its train split,
+    # the convex hybrid, alpha tuned on the train claims; other datasets RRF, k tuned likewise
+    assert cfg["retrieve"].method == "hybrid_convex" and cfg["retrieve"].alpha == 0.4
+    assert (cfg["embed"].model, cfg["train_embed"].enabled) == ("data/train_embed/model", True)
+    tiny = validate_all(compose(CONF, ["dataset=tiny"]))
+    assert tiny["retrieve"].method == "hybrid_rrf" and tiny["retrieve"].rrf_k == 5
     assert (cfg["index"].dense.m, cfg["index"].dense.ef_construction) == (32, 200)
     assert cfg["generate"].method == "torch_gguf" and cfg["generate"].max_queries == 50
 

@@ -450,6 +450,16 @@ def cmd_tune(args: Any) -> int:
         "rrf_k": _composed(args.conf, "hybrid_rrf", "rrf_k"),
         "alpha": _composed(args.conf, "hybrid_convex", "alpha"),
     }
+    embed_model = str(load_section("embed", params).model)
+    if "train_embed" in Path(embed_model).parts:
+        from ragrig.errors import ConfigError
+
+        raise ConfigError(
+            f"tune-first-stage: embed.model {embed_model} is the embedder train_embed adapts on "
+            "this train split; choosing settings on the queries it was trained on is biased. "
+            "Tune with the pretrained one: python -m ragrig.cli params write embed=minilm, then "
+            "tune-first-stage, then python -m ragrig.cli params write"
+        )
     documents, train = load_split(params, "train", root)
     print(f"tune-first-stage: {name} train split, {len(train.query_ids)} queries", flush=True)
     vectors = Path(args.chunk_vectors) if args.chunk_vectors else None

@@ -172,11 +172,26 @@ def test_switched_off_output_is_refused_with_its_reason(tmp_path):
         make_embedder(cfg)
 
 
-def test_params_carry_the_train_embed_section_off():
+def test_scifact_default_trains_the_embedder_and_other_datasets_keep_the_packaged_one():
+    from ragrig.params import compose
+
     params = load_params(PROJECT / "params.yaml")
     cfg = validate_section("train_embed", params["train_embed"])
-    assert cfg.enabled is False and cfg.split == "train"
-    assert params["embed"]["model"] == "packaged:all-MiniLM-L6-v2"
+    assert params["dataset"]["name"] == "scifact"  # SciFact has a train split: adapted
+    assert cfg.enabled is True and cfg.split == "train"
+    assert params["embed"]["model"] == "data/train_embed/model"
+    assert params["retrieve"]["method"] == "hybrid_convex"
+    # a dataset without a train split (the fixture) keeps the packaged embedder, training off
+    tiny = compose(PROJECT / "conf", ["dataset=tiny"])
+    assert tiny["train_embed"]["enabled"] is False
+    assert tiny["embed"]["model"] == "packaged:all-MiniLM-L6-v2"
+    assert tiny["retrieve"]["method"] == "hybrid_rrf"
+    # a command-line choice still wins over the dataset's
+    chosen = compose(PROJECT / "conf", ["embed=minilm", "train_embed.enabled=false"])
+    assert (chosen["embed"]["model"], chosen["train_embed"]["enabled"]) == (
+        "packaged:all-MiniLM-L6-v2",
+        False,
+    )
 
 
 def test_downstream_changes_never_retrain_and_embed_reads_the_trained_folder():
@@ -193,8 +208,11 @@ def test_params_check_asks_for_the_training_stage():
 
     conf = PROJECT / "conf"
     with pytest.raises(ConfigError, match="embed=trained reads the model the train_embed"):
-        validate_composition(compose(conf, ["embed=trained"]))
+        validate_composition(compose(conf, ["embed=trained", "train_embed.enabled=false"]))
+    with pytest.raises(ConfigError, match="embed=trained reads the model the train_embed"):
+        validate_composition(compose(conf, ["dataset=tiny", "embed=trained"]))
     validate_composition(compose(conf, ["embed=trained", "train_embed.enabled=true"]))
+    validate_composition(compose(conf))  # SciFact's default: trained, training on
 
 
 SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,15 @@ import yaml
 
 from ragrig.cli import main
 from ragrig.errors import ConfigError
+from ragrig.params import compose_yaml
 from ragrig.tune_first_stage import Tuning, load_split, write_choice
 
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"
+# the fixture's composition: the packaged embedder (SciFact's default is trained on its train
+# split, which tune-first-stage refuses to tune with: see the last test)
+PARAMS = Path(tempfile.mkdtemp(prefix="ragrig-tune-")) / "params.yaml"
+PARAMS.write_text(compose_yaml(PROJECT / "conf", ["dataset=tiny"]), encoding="utf-8")
 HEADER = "query-id\tcorpus-id\tscore\n"
 # the fixture's judgments, split: queries 1-5 for training, 6-9 for test
 TRAIN = "1\td01\t1\n2\td02\t1\n3\td05\t1\n3\td06\t1\n4\td10\t1\n5\td15\t1\n"
@@ -39,7 +45,7 @@ def _tune(root: Path, out: Path) -> dict:
         [
             "tune-first-stage",
             "--params",
-            str(PROJECT / "params.yaml"),
+            str(PARAMS),
             "--dataset-root",
             str(root),
             "--no-write",
@@ -66,16 +72,16 @@ def test_choice_reads_only_the_train_split(tmp_path):
 
 
 def test_train_queries_are_the_train_split_only(tmp_path):
-    _, train = load_split(PROJECT / "params.yaml", "train", _dataset(tmp_path, TEST))
+    _, train = load_split(PARAMS, "train", _dataset(tmp_path, TEST))
     assert train.query_ids == ["1", "2", "3", "4", "5"]
     assert set(train.qrels) == {"1", "2", "3", "4", "5"}
 
 
 def test_no_train_split_is_one_clear_error(tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"has no train split .*train.tsv missing"):
-        load_split(PROJECT / "params.yaml", "train", FIXTURE)
+        load_split(PARAMS, "train", FIXTURE)
     code = main(
-        ["tune-first-stage", "--params", str(PROJECT / "params.yaml")]
+        ["tune-first-stage", "--params", str(PARAMS)]
         + ["--dataset-root", str(FIXTURE), "--no-write"]
     )
     assert code == 1
@@ -124,7 +130,7 @@ def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
     from ragrig.errors import DataValidationError
     from ragrig.tune_first_stage import build_corpus
 
-    params = PROJECT / "params.yaml"
+    params = PARAMS
     documents, _ = load_split(params, "train", _dataset(tmp_path, TEST))
     short = tmp_path / "short.npy"
     np.save(short, np.ones((3, 384), dtype=np.float32))
@@ -145,7 +151,7 @@ def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
 def test_paired_deltas_of_a_setting_against_itself_are_zero(tmp_path):
     from ragrig.tune_first_stage import Lanes, build_corpus, paired_deltas
 
-    params = PROJECT / "params.yaml"
+    params = PARAMS
     documents, train = load_split(params, "train", _dataset(tmp_path, TEST))
     lanes = Lanes(build_corpus(documents, params), train, params)
     setting = {"k1": 0.9, "b": 0.4, "rrf_k": 60, "alpha": 0.5}
@@ -159,7 +165,7 @@ def test_paired_deltas_of_a_setting_against_itself_are_zero(tmp_path):
 def test_evaluate_test_reports_figures_and_paired_deltas_after_choosing(tmp_path, capsys):
     out = tmp_path / "t.json"
     code = main(
-        ["tune-first-stage", "--params", str(PROJECT / "params.yaml"), "--quiet"]
+        ["tune-first-stage", "--params", str(PARAMS), "--quiet"]
         + ["--dataset-root", str(_dataset(tmp_path, TEST)), "--no-write", "--evaluate-test"]
         + ["--json", str(out)]
     )
@@ -169,3 +175,13 @@ def test_evaluate_test_reports_figures_and_paired_deltas_after_choosing(tmp_path
     assert set(data["test_paired_deltas"]) == {"bm25", "hybrid_rrf", "hybrid_convex"}
     assert data["test_paired_deltas"]["bm25"]["ndcg@10"]["n"] == 3  # queries 6-8 (9: no gold)
     assert "paired deltas chosen - before" in capsys.readouterr().out
+
+
+def test_an_embedder_trained_on_the_train_split_is_refused(tmp_path, capsys):
+    code = main(
+        ["tune-first-stage", "--params", str(PROJECT / "params.yaml")]  # SciFact's: trained
+        + ["--dataset-root", str(_dataset(tmp_path, TEST)), "--no-write", "--quiet"]
+    )
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "data/train_embed/model" in err and "biased" in err and "embed=minilm" in err

@@ -150,6 +150,7 @@ def test_training_claims_disjoint_from_evaluated_and_probe_claims(dataset, dropp
     from ragrig.verifier.train import held_out_files
 
     conf = yaml.safe_load((PROJECT / "conf" / "dataset" / f"{dataset}.yaml").read_text())
+    conf = conf.get("dataset", conf)  # a dataset file that also chooses other groups: global
     root = PROJECT / conf["root"]
     if not root.exists():
         pytest.skip(f"{root} not present")
