@@ -46,7 +46,7 @@ def measure(
     from ragrig.metrics.deltas import compare_runs
     from ragrig.tune_first_stage import Lanes, _composed, build_corpus, load_split, runs_of
 
-    conf = params.parent / "conf"
+    conf = C.PROJECT_ROOT / "conf"  # the committed RRF k and alpha (params may be elsewhere)
     sparse = load_section("index", params).sparse
     setting = {
         "k1": sparse.k1,

@@ -187,6 +187,10 @@ SMOKE_ARGS = {
 }
 
 
+# Benchmarks that compose their own params.yaml in a throwaway project (no --params option)
+NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray"}
+
+
 def smoke_params(tmp: Path) -> Path:
     """params.yaml composed for the tiny fixture (`dataset=tiny`, its first stage: the packaged
     embedder; SciFact's default embedder is trained on SciFact's train split), written in tmp."""
@@ -211,7 +215,7 @@ def command(
             cmd += ["--dataset-root", str(OWN_SMOKE_DATASET[name])]
     elif dataset_root.resolve() != C.DEFAULT_DATASET_ROOT:
         cmd += ["--dataset-root", str(dataset_root)]
-    if name != "pipeline" and params.resolve() != C.DEFAULT_PARAMS.resolve():
+    if name not in NO_PARAMS and params.resolve() != C.DEFAULT_PARAMS.resolve():
         cmd += ["--params", str(params)]
     return cmd + [a.replace("{tmp}", str(tmp)) for a in extra]
 
