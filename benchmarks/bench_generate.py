@@ -89,20 +89,11 @@ class _Timed:
         return read_completion(response)
 
     def _generate_many(self, requests: list[Any]) -> list[Any]:
-        from dataclasses import replace
+        from ragrig.generate.torch_gguf import timed_generation
 
-        from ragrig.generate.prompt import read_completion
-
-        out, self.timings = [], []
-        for response in self.generator.respond_many(requests):
-            if isinstance(response, Exception):
-                out.append(response)
-                continue
-            t = response["timings"]
-            self.timings.append(t)
-            seconds = (t["prompt_ms"] + t["predicted_ms"]) / 1000
-            out.append(replace(read_completion(response), seconds=seconds))
-        return out
+        responses = self.generator.respond_many(requests)
+        self.timings = [r["timings"] for r in responses if not isinstance(r, Exception)]
+        return [r if isinstance(r, Exception) else timed_generation(r) for r in responses]
 
 
 def _inputs(args: argparse.Namespace, seed: int) -> tuple[Any, Any, Any]:

@@ -33,11 +33,18 @@ def enabled(stream: IO[str] | None = None) -> bool:
 class Bar:
     """A counter over `total` units: `update(n)`, `note(text)`; a no-op when disabled."""
 
-    def __init__(self, desc: str, total: int | None, unit: str, stream: IO[str] | None = None):
+    def __init__(
+        self,
+        desc: str,
+        total: int | None,
+        unit: str,
+        stream: IO[str] | None = None,
+        on: bool = True,
+    ):
         self.count = 0
         self.total = total
         self._tqdm: Any = None
-        if enabled(stream):
+        if on and enabled(stream):  # on=False: never drawn (a caller asked for no progress)
             from tqdm import tqdm
 
             self._tqdm = tqdm(
@@ -72,8 +79,10 @@ class Bar:
         self.close()
 
 
-def bar(desc: str, total: int | None, unit: str, stream: IO[str] | None = None) -> Bar:
-    return Bar(desc, total, unit, stream)
+def bar(
+    desc: str, total: int | None, unit: str, stream: IO[str] | None = None, on: bool = True
+) -> Bar:
+    return Bar(desc, total, unit, stream, on)
 
 
 def track(

@@ -56,6 +56,14 @@ def test_env_forces_on_and_off(monkeypatch):
     assert tty.getvalue() == ""
 
 
+def test_a_caller_turning_the_bar_off_wins_over_a_terminal_and_the_env(monkeypatch):
+    monkeypatch.setenv(ENV, "1")
+    tty = Tty()
+    with bar("generate", 2, "answers", stream=tty, on=False) as b:
+        b.update(2)
+    assert b.count == 2 and tty.getvalue() == ""
+
+
 def test_a_stage_loop_counts_its_queries_on_the_bar(monkeypatch, capsys):
     from ragrig.config import validate_section
     from ragrig.rerank import make_reranker, rerank_run

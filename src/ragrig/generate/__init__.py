@@ -199,9 +199,7 @@ def generate_all(
 
     secrets = tuple(getattr(generator, "secrets", ()))
     rows = []
-    with (
-        bar(f"generate {generator.model_name}", len(qids), "answers") if progress else _NoBar() as b
-    ):
+    with bar(f"generate {generator.model_name}", len(qids), "answers", on=progress) as b:
         for chunk in _batches(generator, list(qids)):
             passages = {
                 q: [text[:max_passage_chars] for _, text in contexts.get(q, [])] for q in chunk
@@ -253,17 +251,6 @@ def generate_all(
             rows.extend(done)
             b.update(len(chunk))
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else None)
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def __enter__(self) -> _NoBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 def _add_samples(

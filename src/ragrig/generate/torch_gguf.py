@@ -37,6 +37,12 @@ from ragrig.models import resolve_model
 PRECISIONS = ("bf16", "fp32")
 
 
+def timed_generation(response: dict[str, Any]) -> Generation:
+    """A response's answer with `seconds`: its prompt pass plus its (share of) decoding."""
+    t = response["timings"]
+    return replace(read_completion(response), seconds=(t["prompt_ms"] + t["predicted_ms"]) / 1000)
+
+
 class TorchGgufGenerator:
     def __init__(
         self,
@@ -311,15 +317,10 @@ class TorchGgufGenerator:
     def generate_many(self, requests: list[Request]) -> list[Generation | Exception]:
         """The answers of respond_many, each with `seconds`: its prompt pass plus its share of
         the batch's decoding."""
-        out: list[Generation | Exception] = []
-        for response in self.respond_many(requests):
-            if isinstance(response, Exception):
-                out.append(response)
-                continue
-            t = response["timings"]
-            gen = read_completion(response)
-            out.append(replace(gen, seconds=(t["prompt_ms"] + t["predicted_ms"]) / 1000))
-        return out
+        return [
+            r if isinstance(r, Exception) else timed_generation(r)
+            for r in self.respond_many(requests)
+        ]
 
     def generate(
         self,
