@@ -1,9 +1,28 @@
-"""Text utilities shared by BM25, generators and judges: tokenisation and sentence splitting."""
+"""Text utilities shared by BM25, generators and judges: tokenisation and sentence splitting,
+and the repair of text that enters ragrig (lone surrogates)."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+REPLACEMENT = "\ufffd"
+# A lone surrogate: a code point of U+D800-U+DFFF left in a str (a JSON escape such as "\ud83d"
+# without its pair, a file name read with surrogateescape). UTF-8 cannot encode one, so hashing,
+# writing or tokenising the text would raise.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """`text` with every lone surrogate replaced by U+FFFD, and how many were replaced.
+
+    Text that UTF-8 can encode (nearly all of it) is returned as it is, after one encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.subn(REPLACEMENT, text)
+    return text, 0
+
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 # Citation markers opening a segment: "[1]", "[2][3]", "[1, 2]".
