@@ -58,6 +58,39 @@ def _continues(previous: str, segment: str) -> bool:
     )
 
 
+# pySBD's cost grows with the square of its input (each abbreviation rule rescans the whole
+# string): a text longer than this is segmented block by block, each block ending at the last
+# sentence-like boundary before the limit, so a 1 MB answer costs what a thousand short ones do.
+SEGMENT_BLOCK_CHARS = 4000
+_BOUNDARY = re.compile(r"[.!?][\"')\]]*\s+|\n\s*")
+
+
+def _blocks(text: str, limit: int = SEGMENT_BLOCK_CHARS) -> list[str]:
+    """`text` cut into consecutive pieces of at most `limit` characters (joined, they are
+    `text`), each ending after the last sentence end or newline before the limit, else after
+    the last space, else at the limit."""
+    out, start = [], 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = 0
+        for m in _BOUNDARY.finditer(window):
+            cut = m.end()
+        if cut == 0:
+            cut = window.rfind(" ") + 1
+        if cut <= 0:
+            cut = limit
+        out.append(text[start : start + cut])
+        start += cut
+    out.append(text[start:])
+    return out
+
+
+def _segments(text: str) -> list[str]:
+    """pySBD's segments of `text`, in order, block by block (SEGMENT_BLOCK_CHARS)."""
+    seg = _segmenter()
+    return [s for block in _blocks(text) if block.strip() for s in seg.segment(block)]
+
+
 @lru_cache(maxsize=8192)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) character offsets of each sentence of `text`, whitespace trimmed.
@@ -71,7 +104,7 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
         return ()
     spans: list[list[int]] = []
     pos = 0
-    for seg in _segmenter().segment(text):
+    for seg in _segments(text):
         start = text.find(seg, pos) if seg else -1
         if start < 0:  # a segment not found verbatim: the rest stays one sentence
             break
