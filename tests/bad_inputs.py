@@ -203,10 +203,23 @@ class DatasetCase:
     empty_text: str = "skip"
     claims: bool = True
     printed: str | None = None  # a line parse must print for an accepted input
+    warned: str | tuple[str, ...] = ()  # the warning line(s) parse must print on stderr, all
+    # "table.column" -> how many U+FFFD its values hold in total (a replaced lone surrogate)
+    fffd: dict[str, int] | None = None
 
 
 def _counts(**changes: Any) -> dict[str, Any]:
     return {**BASE_COUNTS, **changes}
+
+
+def _surrogates(**changes: int) -> dict[str, int]:
+    return {"corpus": 0, "queries": 0, "claims": 0, **changes}
+
+
+def _record(name: str, lineno: int, record: dict[str, Any]) -> Callable[[Path], None]:
+    """Line `lineno` of `name` becomes `record` as JSON: a lone surrogate in its strings is
+    written as the escape json.dumps gives it ("\\ud83d"), the one way a UTF-8 file holds it."""
+    return _set_line(name, lineno, json.dumps(record))
 
 
 _EMPTY_NONE = {
@@ -461,6 +474,149 @@ DATASET_CASES: list[DatasetCase] = [
         "claims_malformed_json",
         _set_line(CLAIMS_FILE, 3, '{"id": 3, "claim": '),
         "{root}/original/claims_dev.jsonl:3: malformed JSON",
+    ),
+    # integer fields: ASCII digits with an optional sign (Python's int() takes "1_0" and "２")
+    DatasetCase(
+        "qrels_grade_with_underscore",
+        _append("qrels/test.tsv", "1\td2\t1_0"),
+        "{root}/qrels/test.tsv:6: score '1_0' is not an integer (ASCII digits with an optional "
+        "sign)",
+    ),
+    DatasetCase(
+        "qrels_full_width_grade",
+        _append("qrels/test.tsv", "1\td2\t\uff12"),
+        "{root}/qrels/test.tsv:6: score '\uff12' is not an integer (ASCII digits",
+    ),
+    DatasetCase(
+        "qrels_arabic_indic_grade",
+        _append("qrels/test.tsv", "1\td2\t\u0661"),
+        "{root}/qrels/test.tsv:6: score '\u0661' is not an integer (ASCII digits",
+    ),
+    DatasetCase(
+        "qrels_superscript_grade",
+        _append("qrels/test.tsv", "1\td2\t\u00b2"),
+        "{root}/qrels/test.tsv:6: score '\u00b2' is not an integer (ASCII digits",
+    ),
+    DatasetCase(
+        "qrels_signed_grades",
+        lambda root: (
+            _append("qrels/test.tsv", "1\td2\t+1")(root),
+            _append("qrels/test.tsv", "2\td1\t-1")(root),
+        ),
+        counts=_counts(judgments=6),
+    ),
+    DatasetCase(
+        "qrels_grade_padded_with_spaces",
+        _append("qrels/test.tsv", "1\td2\t 2 "),
+        counts=_counts(judgments=5),
+    ),
+    # lone surrogates: replaced by U+FFFD, counted in the manifest, one warning on stderr
+    DatasetCase(
+        "lone_surrogate_in_corpus_text",
+        _record(
+            "corpus.jsonl",
+            3,
+            {"_id": "d3", "title": "Olympus Mons", "text": "A volcano \ud83d on Mars \udfff."},
+        ),
+        counts=_counts(surrogates_replaced=_surrogates(corpus=2)),
+        printed="parse: 2 lone surrogate(s) replaced by U+FFFD (corpus 2)",
+        warned="ragrig: warning: {root}/corpus.jsonl:3: 2 lone surrogate(s) replaced by U+FFFD",
+        fffd={"documents.content": 2, "documents.text": 2, "documents.title": 0},
+    ),
+    DatasetCase(
+        "lone_surrogate_in_corpus_title",
+        _record("corpus.jsonl", 2, {"_id": "d2", "title": "Deimos \udc00", "text": "A moon."}),
+        counts=_counts(surrogates_replaced=_surrogates(corpus=1)),
+        warned="ragrig: warning: {root}/corpus.jsonl:2: 1 lone surrogate(s) replaced by U+FFFD",
+        fffd={"documents.title": 1, "documents.content": 1},
+    ),
+    DatasetCase(
+        "lone_surrogates_on_two_corpus_lines",
+        lambda root: (
+            _record("corpus.jsonl", 1, {"_id": "d1", "title": "\ud800", "text": "Phobos."})(root),
+            _record("corpus.jsonl", 4, {"_id": "d4", "title": "", "text": "Valles \udbff."})(root),
+        ),
+        counts=_counts(surrogates_replaced=_surrogates(corpus=2)),
+        warned="ragrig: warning: {root}/corpus.jsonl:1: 2 lone surrogate(s) replaced by U+FFFD "
+        "on 2 lines, the first here",
+        fffd={"documents.content": 2},
+    ),
+    DatasetCase(
+        "lone_surrogate_in_document_id",
+        _append(
+            "corpus.jsonl",
+            json.dumps({"_id": "d\ud83d5", "title": "Tharsis", "text": "A plateau."}),
+        ),
+        counts=_counts(documents=5, surrogates_replaced=_surrogates(corpus=1)),
+        warned="ragrig: warning: {root}/corpus.jsonl:5: 1 lone surrogate(s) replaced by U+FFFD",
+        fffd={"documents.doc_id": 1, "documents.content": 0},
+    ),
+    DatasetCase(
+        "lone_surrogates_make_document_ids_collide",
+        lambda root: (
+            _append("corpus.jsonl", json.dumps({"_id": "dX\ud800", "text": "One."}))(root),
+            _append("corpus.jsonl", json.dumps({"_id": "dX\udbff", "text": "Two."}))(root),
+        ),
+        "{root}/corpus.jsonl: 1 duplicate document id(s): 'dX\ufffd' (lines [5, 6])",
+    ),
+    DatasetCase(
+        "surrogate_pair_escape_and_escaped_backslash_are_kept",
+        _record(
+            "corpus.jsonl",
+            1,
+            {"_id": "d1", "title": "Phobos \U0001f600", "text": "C:\\ud83d is a path."},
+        ),
+        counts=_counts(),
+        fffd={"documents.content": 0},
+    ),
+    DatasetCase(
+        "lone_surrogate_in_query",
+        _record("queries.jsonl", 3, {"_id": "3", "text": "Is there a canyon on Venus \ud83d?"}),
+        counts=_counts(surrogates_replaced=_surrogates(queries=1)),
+        printed="parse: 1 lone surrogate(s) replaced by U+FFFD (queries 1)",
+        warned="ragrig: warning: {root}/queries.jsonl:3: 1 lone surrogate(s) replaced by U+FFFD",
+        fffd={"queries.text": 1},
+    ),
+    DatasetCase(
+        "lone_surrogate_in_query_metadata",
+        _record(
+            "queries.jsonl",
+            1,
+            {"_id": "1", "text": QUERIES[0]["text"], "metadata": {"topic": "moons \udead"}},
+        ),
+        counts=_counts(
+            surrogates_replaced=_surrogates(queries=1), query_metadata_columns=["meta_topic"]
+        ),
+        warned="ragrig: warning: {root}/queries.jsonl:1: 1 lone surrogate(s) replaced by U+FFFD",
+        fffd={"queries.meta_topic": 1, "queries.text": 0},
+    ),
+    DatasetCase(
+        "lone_surrogate_in_claims",
+        _record(
+            CLAIMS_FILE,
+            2,
+            {**CLAIMS[1], "claim": "Which is the smaller \ud83d moon of Mars?"},
+        ),
+        counts=_counts(surrogates_replaced=_surrogates(claims=1)),
+        printed="parse: 1 lone surrogate(s) replaced by U+FFFD (claims 1)",
+        warned="ragrig: warning: {root}/original/claims_dev.jsonl:2: 1 lone surrogate(s) "
+        "replaced by U+FFFD",
+    ),
+    DatasetCase(
+        "lone_surrogates_in_every_file",
+        lambda root: (
+            _record("corpus.jsonl", 2, {"_id": "d2", "title": "\ud83d", "text": "x"})(root),
+            _record("queries.jsonl", 2, {"_id": "2", "text": "smaller \ud83d \ud83d?"})(root),
+            _record(CLAIMS_FILE, 1, {**CLAIMS[0], "claim": "\udc00"})(root),
+        ),
+        counts=_counts(surrogates_replaced=_surrogates(corpus=1, queries=2, claims=1)),
+        printed="parse: 4 lone surrogate(s) replaced by U+FFFD (corpus 1, queries 2, claims 1)",
+        warned=(
+            "ragrig: warning: {root}/corpus.jsonl:2: 1 lone surrogate(s) replaced by U+FFFD",
+            "ragrig: warning: {root}/queries.jsonl:2: 2 lone surrogate(s) replaced by U+FFFD",
+            "ragrig: warning: {root}/original/claims_dev.jsonl:1: 1 lone surrogate(s) replaced "
+            "by U+FFFD",
+        ),
     ),
     # accepted, but counted
     DatasetCase(

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -64,6 +65,28 @@ def _expected_parts(case: DatasetCase, root: Path) -> list[str]:
     return [p.replace("{root}", str(root)) for p in parts]
 
 
+def _expected_warnings(case: DatasetCase, root: Path) -> list[str]:
+    lines = [case.warned] if isinstance(case.warned, str) else list(case.warned)
+    return [line.replace("{root}", str(root)) for line in lines]
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("ragrig: warning: ")]
+
+
+def _check_accepted(case: DatasetCase, out: Path) -> None:
+    """The manifest's counts; no lone surrogate replaced unless the case says so; the U+FFFD
+    the case expects in the tables' texts (written as parquet, so valid UTF-8)."""
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert {k: manifest.get(k) for k in case.counts} == case.counts
+    if "surrogates_replaced" not in case.counts:
+        assert not any(manifest["surrogates_replaced"].values())
+    for key, n in (case.fffd or {}).items():
+        table, column = key.split(".")
+        values = pd.read_parquet(out / f"{table}.parquet")[column]
+        assert sum(str(v).count("\ufffd") for v in values) == n, key
+
+
 @pytest.fixture(scope="module")
 def parse_main():
     spec = importlib.util.spec_from_file_location("ragrig_stage_parse", STAGE)
@@ -100,18 +123,26 @@ def test_dataset_case(
         _no_leftovers(out)
         return
     parse_main()
+    _check_accepted(case, out)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    got = {k: manifest.get(k) for k in case.counts}
-    assert got == case.counts
     if "empty_text" not in case.counts:
         assert manifest["empty_text"]["documents"] == 0
+    printed = capsys.readouterr()
     if case.printed:
-        assert case.printed in capsys.readouterr().out.splitlines()
+        assert case.printed in printed.out.splitlines()
+    assert _warnings(printed.err) == _expected_warnings(case, root)
     assert sorted(p.name for p in out.parent.iterdir()) == ["parse"]
 
 
 @pytest.mark.parametrize(
-    "name", ["non_utf8_byte_in_corpus", "qrels_duplicate_judgment", "blank_judged_document_skip"]
+    "name",
+    [
+        "non_utf8_byte_in_corpus",
+        "qrels_duplicate_judgment",
+        "qrels_full_width_grade",
+        "blank_judged_document_skip",
+        "lone_surrogate_in_corpus_text",
+    ],
 )
 def test_dataset_case_through_the_stage_process(name: str, tmp_path: Path) -> None:
     case = next(c for c in DATASET_CASES if c.name == name)
@@ -135,9 +166,10 @@ def test_dataset_case_through_the_stage_process(name: str, tmp_path: Path) -> No
         _no_leftovers(out)
     else:
         assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
         assert case.printed in proc.stdout.splitlines()
-        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-        assert {k: manifest.get(k) for k in case.counts} == case.counts
+        assert _warnings(proc.stderr) == _expected_warnings(case, root)
+        _check_accepted(case, out)
 
 
 # --- archives -----------------------------------------------------------------------------------

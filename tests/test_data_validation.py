@@ -545,6 +545,7 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
         "query_metadata_columns": [],
         "query_metadata_nested_fields": 0,
         "split": "test",
+        "surrogates_replaced": {"corpus": 0, "queries": 0, "claims": 0},
     }
     assert len(pd.read_parquet(out / "documents.parquet")) == 20
     assert len(pd.read_parquet(out / "queries.parquet")) == 9

@@ -1,10 +1,15 @@
 """Text utilities shared by BM25, generators and judges: tokenisation and sentence splitting,
-and the repair of text that enters ragrig (lone surrogates)."""
+and the checks of text that enters ragrig: lone surrogates replaced, integer fields read
+strictly."""
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
+from typing import Any
+
+from ragrig.errors import DataValidationError
 
 REPLACEMENT = "\ufffd"
 # A lone surrogate: a code point of U+D800-U+DFFF left in a str (a JSON escape such as "\ud83d"
@@ -22,6 +27,65 @@ def replace_surrogates(text: str) -> tuple[str, int]:
     except UnicodeEncodeError:
         return _SURROGATE.subn(REPLACEMENT, text)
     return text, 0
+
+
+def replace_surrogates_in(value: Any) -> tuple[Any, int]:
+    """A JSON value (str, or lists and objects of them, keys included) with every lone surrogate
+    replaced by U+FFFD, and how many were replaced; other values are returned as they are."""
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, list):
+        out, total = [], 0
+        for item in value:
+            item, n = replace_surrogates_in(item)
+            out.append(item)
+            total += n
+        return out, total
+    if isinstance(value, dict):
+        pairs, total = [], 0
+        for key, item in value.items():
+            key, n = replace_surrogates_in(key)
+            item, m = replace_surrogates_in(item)
+            pairs.append((key, item))
+            total += n + m
+        return dict(pairs), total
+    return value, 0
+
+
+def surrogate_warning(where: str, count: int, lines: int = 1) -> str:
+    """The warning a reader prints when it replaced `count` lone surrogates, first at `where`
+    (`file:line`), on `lines` lines."""
+    more = f" on {lines} lines, the first here" if lines > 1 else ""
+    return f"ragrig: warning: {where}: {count} lone surrogate(s) replaced by U+FFFD{more}"
+
+
+# Integer and number fields of input files: ASCII digits only. Python's int() and float() also
+# take "1_0" (10), full-width or other Unicode digits ("２" is 2) and surrounding whitespace.
+_UNSIGNED_INT = re.compile(r"[0-9]+")
+_SIGNED_INT = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def strict_int(value: str, where: str, what: str = "value", *, signed: bool = False) -> int:
+    """`value` as an integer when it is ASCII digits (after one optional + or - when `signed`),
+    else a DataValidationError naming `where` (`file:line`), the field and the value."""
+    if not (_SIGNED_INT if signed else _UNSIGNED_INT).fullmatch(value):
+        rule = "ASCII digits with an optional sign" if signed else "ASCII digits only"
+        raise DataValidationError(f"{where}: {what} {value!r} is not an integer ({rule})")
+    return int(value)
+
+
+def strict_float(value: str, where: str, what: str = "value") -> float:
+    """`value` as a float when it is a finite decimal number in ASCII ("-1.5", "2e-3"), else a
+    DataValidationError naming `where`, the field and the value (no "nan", "inf", "1_0")."""
+    if not _NUMBER.fullmatch(value):
+        raise DataValidationError(
+            f"{where}: {what} {value!r} is not a number (ASCII decimal, e.g. -1.5 or 2e-3)"
+        )
+    number = float(value)
+    if not math.isfinite(number):  # "1e999"
+        raise DataValidationError(f"{where}: {what} {value!r} is not a finite number")
+    return number
 
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")

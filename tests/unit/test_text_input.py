@@ -1,10 +1,25 @@
-"""ragrig.text's repair of text entering ragrig: lone surrogates replaced and counted."""
+"""Text entering ragrig: lone surrogates replaced by U+FFFD and counted (ragrig.text, and each
+reader that takes JSON text), integer and number fields read as ASCII digits only."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from ragrig.text import replace_surrogates
+import pytest
+
+from ragrig.errors import DataValidationError
+from ragrig.text import (
+    replace_surrogates,
+    replace_surrogates_in,
+    strict_float,
+    strict_int,
+    surrogate_warning,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+MTRAG_TINY = FIXTURES / "tiny_mtrag" / "reference_subset_with_human_evaluations.json"
+MTRAG_TASKS = FIXTURES / "tiny_mtrag" / "mtragun_reference_generation_tasks.jsonl"
 
 
 def test_clean_text_is_returned_as_it_is() -> None:
@@ -29,3 +44,185 @@ def test_a_surrogate_pair_escape_is_one_character_not_replaced() -> None:
 def test_surrogateescape_bytes_are_replaced() -> None:
     text = b"caf\xe9.md".decode("utf-8", "surrogateescape")
     assert replace_surrogates(text) == ("caf\ufffd.md", 1)
+
+
+# --- JSON values, warnings -------------------------------------------------------------------
+
+
+def test_a_json_value_is_walked_keys_included() -> None:
+    value = json.loads('{"a\\ud800": ["x", "\\udfff", 3, null, {"k": "\\ud83d\\ud83d"}], "n": 1.5}')
+    out, n = replace_surrogates_in(value)
+    assert n == 4
+    assert out == {"a\ufffd": ["x", "\ufffd", 3, None, {"k": "\ufffd\ufffd"}], "n": 1.5}
+    assert replace_surrogates_in({"clean": ["text", 1]}) == ({"clean": ["text", 1]}, 0)
+
+
+def test_the_warning_names_the_first_line_and_the_count() -> None:
+    assert surrogate_warning("c.jsonl:3", 2) == (
+        "ragrig: warning: c.jsonl:3: 2 lone surrogate(s) replaced by U+FFFD"
+    )
+    assert surrogate_warning("c.jsonl:3", 5, lines=4).endswith("on 4 lines, the first here")
+
+
+# --- strict integers and numbers -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["0", "7", "0012", "123456789012345678901234567890"])
+def test_ascii_digits_are_integers(text: str) -> None:
+    assert strict_int(text, "f:1") == int(text)
+    assert strict_int(text, "f:1", signed=True) == int(text)
+
+
+@pytest.mark.parametrize("text", ["-1", "+1", "-0"])
+def test_a_sign_is_taken_where_allowed(text: str) -> None:
+    assert strict_int(text, "f:1", signed=True) == int(text)
+    with pytest.raises(DataValidationError) as exc:
+        strict_int(text, "q.tsv:4", "grade")
+    assert str(exc.value) == f"q.tsv:4: grade {text!r} is not an integer (ASCII digits only)"
+
+
+# each of these but the last five is an integer to Python's int()
+@pytest.mark.parametrize(
+    "text",
+    ["1_0", "\uff12", "\u0661", "\u096a", " 1", "1 ", "1\n", "", "-", "+-1", "1.0", "\u00b2"],
+)
+def test_int_reads_too_much_strict_int_refuses(text: str) -> None:
+    with pytest.raises(DataValidationError) as exc:
+        strict_int(text, "qrels/test.tsv:4", "grade", signed=True)
+    assert str(exc.value) == (
+        f"qrels/test.tsv:4: grade {text!r} is not an integer (ASCII digits with an optional sign)"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, value", [("1", 1.0), ("-1.5", -1.5), ("+.5", 0.5), ("3.", 3.0), ("2e-3", 0.002)]
+)
+def test_decimal_numbers(text: str, value: float) -> None:
+    assert strict_float(text, "f:1") == value
+
+
+@pytest.mark.parametrize(
+    "text", ["1_0", "\uff12", "nan", "inf", "-Infinity", " 1", "0x10", "1e", ".", "", "1e999"]
+)
+def test_float_reads_too_much_strict_float_refuses(text: str) -> None:
+    with pytest.raises(DataValidationError, match=r"^run:2: score .* is not a (finite )?number"):
+        strict_float(text, "run:2", "score")
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
+def test_trec_readers_take_ascii_numbers_only(tmp_path: Path) -> None:
+    from ragrig.metrics.trec import read_trec_qrels, read_trec_run
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n1 0 b -1\n2 0 c 1_0\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=r"qrels.txt:3: relevance '1_0' is not an int"):
+        read_trec_qrels(qrels)
+    qrels.write_text("1 0 a 1\n1 0 b -1\n", encoding="utf-8")
+    assert read_trec_qrels(qrels)["relevance"].tolist() == [1, -1]
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 a 1 0.5 t\n1 Q0 b 2 \uff10.25 t\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=r"a.run:2: score '\uff10.25' is not a number"):
+        read_trec_run(run)
+    run.write_text("1 Q0 a 1 nan t\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=r"a.run:1: score 'nan' is not a number"):
+        read_trec_run(run)
+    run.write_bytes(b"1 Q0 a 1 0.5 t\n1 Q0 \xff 2 0.25 t\n")  # a byte that is not UTF-8
+    with pytest.raises(DataValidationError, match=r"a.run:2: not valid UTF-8 \(byte 0xff"):
+        read_trec_run(run)
+
+
+def test_jsonl_records_are_repaired_counted_and_warned_about_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragrig.data.beir import Replaced, iter_jsonl
+
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": "ok"}\n{"a": "\\ud83d", "\\udc00": 1}\n\n{"a": "\\ud800"}\n')
+    replaced = Replaced()
+    records = list(iter_jsonl(path, replaced))
+    assert records == [(1, {"a": "ok"}), (2, {"a": "\ufffd", "\ufffd": 1}), (4, {"a": "\ufffd"})]
+    assert replaced.count == 3
+    assert capsys.readouterr().err.splitlines() == [
+        f"ragrig: warning: {path}:2: 3 lone surrogate(s) replaced by U+FFFD on 2 lines, "
+        "the first here"
+    ]
+    assert [r for _, r in iter_jsonl(path, warn=False)] == [r for _, r in records]
+    assert capsys.readouterr().err == ""
+
+
+def test_verifier_claims_are_repaired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragrig.verifier.data import read_claims
+
+    path = tmp_path / "claims_train.jsonl"
+    path.write_text('{"id": 1, "claim": "Aspirin \\ud83d cures."}\n', encoding="utf-8")
+    assert read_claims(path)[0]["claim"] == "Aspirin \ufffd cures."
+    assert f"{path}:1: 1 lone surrogate(s)" in capsys.readouterr().err
+
+
+def test_mtrag_human_ratings_are_repaired_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragrig.calibrate.mtrag import load_mtrag_human
+
+    data = json.loads(MTRAG_TINY.read_text(encoding="utf-8"))
+    assert "surrogates_replaced" not in load_mtrag_human(MTRAG_TINY).counts
+    data["evaluations"][0]["model_response"] += " \ud83d"
+    data["documents"][0]["text"] += " \udc00\udc01"
+    path = tmp_path / "ratings.json"
+    path.write_text(json.dumps(data), encoding="utf-8")  # the surrogates as JSON escapes
+    rated = load_mtrag_human(path)
+    assert rated.counts["surrogates_replaced"] == 3
+    assert rated.answers[0].answer.endswith(" \ufffd")
+    assert capsys.readouterr().err.splitlines() == [
+        f"ragrig: warning: {path}: 3 lone surrogate(s) replaced by U+FFFD"
+    ]
+
+
+def test_mtrag_reference_answers_are_repaired_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragrig.calibrate.refusals import load_reference_answers
+
+    lines = MTRAG_TASKS.read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[1])
+    rec["targets"][0]["text"] = "I cannot \ud83d answer that."
+    lines[1] = json.dumps(rec)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    answers, counts = load_reference_answers(path)
+    assert counts["surrogates_replaced"] == 1
+    assert answers[1].answer == "I cannot \ufffd answer that."
+    assert capsys.readouterr().err.splitlines() == [
+        f"ragrig: warning: {path}:2: 1 lone surrogate(s) replaced by U+FFFD"
+    ]
+
+
+def test_a_content_length_that_is_not_ascii_digits_is_no_length(tmp_path: Path, monkeypatch):
+    """str.isdigit() takes "²", which int() refuses: the download once crashed on it."""
+    import http.server
+    import threading
+
+    from ragrig.data.download import download
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", "\u00b2")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"PK" * 10)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/x.zip"
+        assert download(url, tmp_path / "x.zip", deadline_s=20, read_timeout_s=10) == 20
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,7 +15,9 @@ gold `contexts` as document ids, ...) and `evaluations` (one per task and respon
 Bad input raises DataValidationError naming the file and the record (an evaluation naming an
 unknown task, a rating that is not 1-4, a missing field, a duplicate task/responder pair, a
 context id with no document, an answerability that is not one known label); nothing is dropped
-silently. Tasks with no evaluation, and tasks with no answerability label, are counted.
+silently. Tasks with no evaluation, and tasks with no answerability label, are counted; so are
+lone surrogates (JSON escapes such as "\\ud83d" without their pair), replaced by U+FFFD
+(`surrogates_replaced`, only when there are some, and a warning on stderr).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,13 +81,20 @@ def resolve_dataset_file(path: Path) -> Path:
     raise DataValidationError(f"MTRAG human-evaluation file not found: {path}")
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path) -> tuple[Any, int]:
+    """The file's JSON, with lone surrogates replaced by U+FFFD, and how many were replaced."""
+    from ragrig.text import replace_surrogates_in, surrogate_warning
+
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            return json.load(fh)
+            data = json.load(fh)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataValidationError(f"{path}: cannot read JSON: {exc}") from exc
+    data, replaced = replace_surrogates_in(data)
+    if replaced:
+        print(surrogate_warning(str(path), replaced), file=sys.stderr)
+    return data, replaced
 
 
 def _field(record: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -110,7 +120,7 @@ def _rating(value: Any, where: str) -> int:
 
 def load_mtrag_human(path: str | Path, faithful_min_mean: float = 3.0) -> RatedSet:
     path = resolve_dataset_file(Path(path))
-    data = _read(path)
+    data, replaced = _read(path)
     if not isinstance(data, dict):
         raise DataValidationError(f"{path}: top level must be an object")
     docs: dict[str, str] = {}
@@ -206,6 +216,8 @@ def load_mtrag_human(path: str | Path, faithful_min_mean: float = 3.0) -> RatedS
         faithful=sum(a.faithful for a in answers),
         tasks_without_answerability=sum(not t["answerability"] for t in tasks.values()),
     )
+    if replaced:
+        counts["surrogates_replaced"] = replaced
     if not answers:
         raise DataValidationError(f"{path}: no evaluations")
     return RatedSet(path=path, answers=answers, counts=counts)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,13 +77,17 @@ def _get(rec: Any, key: str, where: str, kind: type) -> Any:
 
 def load_reference_answers(path: str | Path) -> tuple[list[ReferenceAnswer], dict[str, int]]:
     """MTRAG-UN generation tasks (JSON lines, .gz or not) as reference answers with their
-    answerability; bad input is a DataValidationError naming the file, line and field."""
+    answerability; bad input is a DataValidationError naming the file, line and field. Lone
+    surrogates are replaced by U+FFFD, counted (`surrogates_replaced`, only when there are some)
+    and warned about on stderr with the first line."""
     from ragrig.calibrate.mtrag import resolve_dataset_file
+    from ragrig.text import replace_surrogates_in, surrogate_warning
 
     path = resolve_dataset_file(Path(path))
     opener = gzip.open if path.suffix == ".gz" else open
     out: list[ReferenceAnswer] = []
     seen: set[str] = set()
+    replaced = replaced_lines = first = 0
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
             lines = list(fh)
@@ -96,6 +101,9 @@ def load_reference_answers(path: str | Path) -> tuple[list[ReferenceAnswer], dic
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataValidationError(f"{where}: not JSON: {exc}") from exc
+        rec, n = replace_surrogates_in(rec)
+        if n:
+            replaced, replaced_lines, first = replaced + n, replaced_lines + 1, first or lineno
         tid = _get(rec, "task_id", where, str)
         where = f"{where} (task {tid!r})"
         if tid in seen:
@@ -135,6 +143,9 @@ def load_reference_answers(path: str | Path) -> tuple[list[ReferenceAnswer], dic
     for a in out:
         key = f"answerability_{a.answerability or 'none'}"
         counts[key] = counts.get(key, 0) + 1
+    if replaced:
+        counts["surrogates_replaced"] = replaced
+        print(surrogate_warning(f"{path}:{first}", replaced, replaced_lines), file=sys.stderr)
     return out, counts
 
 

@@ -2,12 +2,17 @@
 
 Every file is read as UTF-8 with a leading byte-order mark tolerated; a byte that is not UTF-8,
 a malformed line or a truncated gzip raises one `DataValidationError` naming the file and line.
+A lone surrogate (a JSON escape such as "\\ud83d" without its pair: text UTF-8 cannot hold) is
+replaced by U+FFFD, counted, and warned about on stderr naming the file and its first line. A
+qrels grade is ASCII digits with an optional sign ("1_0" or a full-width "２" is refused).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragrig.errors import DataValidationError
+from ragrig.text import replace_surrogates_in, strict_int, surrogate_warning
 
 BOM = b"\xef\xbb\xbf"
 
@@ -41,6 +47,8 @@ class BeirDataset:
     # metadata fields left out because some value is an object or a list (e.g. SciFact's
     # evidence, keyed by document id): they cannot be a slice.
     nested_metadata_fields: tuple[str, ...] = ()
+    # lone surrogates replaced by U+FFFD per file read: {"corpus": n, "queries": n}
+    surrogates_replaced: dict[str, int] = field(default_factory=dict)
 
     @property
     def no_positive(self) -> tuple[str, ...]:
@@ -89,8 +97,26 @@ def find_corpus(root: Path) -> Path:
     raise DataValidationError(f"no corpus.jsonl or corpus.jsonl.gz in {root}")
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record); a malformed line raises naming file and line."""
+@dataclass
+class Replaced:
+    """How many lone surrogates the readers given this object replaced by U+FFFD."""
+
+    count: int = 0
+
+
+# a JSON escape that decodes to a surrogate: only a line holding one needs its record walked
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def iter_jsonl(
+    path: Path, replaced: Replaced | None = None, warn: bool = True
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, record); a malformed line raises naming file and line.
+
+    Every lone surrogate in a record's strings (keys included) is replaced by U+FFFD and added
+    to `replaced`; after the last line one warning on stderr names the file, the first line and
+    the count (unless `warn` is False: a second read of the same file)."""
+    count = lines = first = 0
     for lineno, line in iter_lines(path):
         if not line.strip():
             continue
@@ -102,7 +128,16 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DataValidationError(f"{path}:{lineno}: JSON nested too deeply") from exc
         if not isinstance(record, dict):
             raise DataValidationError(f"{path}:{lineno}: expected a JSON object")
+        if _SURROGATE_ESCAPE.search(line):
+            record, n = replace_surrogates_in(record)
+            if n:
+                count, lines, first = count + n, lines + 1, first or lineno
         yield lineno, record
+    if count:
+        if replaced is not None:
+            replaced.count += count
+        if warn:
+            print(surrogate_warning(f"{path}:{first}", count, lines), file=sys.stderr)
 
 
 def _id_of(record: dict[str, Any], path: Path, lineno: int) -> str:
@@ -137,6 +172,7 @@ def _load_records(
     kind: str,
     fields: tuple[str, ...],
     done: Callable[[int], None] | None = None,
+    replaced: Replaced | None = None,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Read id -> {field: text} and the ids whose fields are all blank (in file order).
 
@@ -147,7 +183,7 @@ def _load_records(
     seen: dict[str, int] = {}
     dups: dict[str, list[int]] = {}
     empty: list[str] = []
-    for lineno, rec in iter_jsonl(path):
+    for lineno, rec in iter_jsonl(path, replaced):
         rid = _id_of(rec, path, lineno)
         if rid in seen:
             dups.setdefault(rid, [seen[rid]]).append(lineno)
@@ -165,15 +201,18 @@ def _load_records(
 
 
 def load_corpus(
-    path: Path, empty_text: str = "skip", done: Callable[[int], None] | None = None
+    path: Path,
+    empty_text: str = "skip",
+    done: Callable[[int], None] | None = None,
+    replaced: Replaced | None = None,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """The corpus after the empty-text policy, and the ids of the blank documents (`done(1)`
-    after each document read)."""
+    after each document read; lone surrogates replaced are added to `replaced`)."""
     if empty_text not in EMPTY_TEXT_POLICIES:
         raise DataValidationError(
             f"unknown empty_text policy {empty_text!r}; one of {EMPTY_TEXT_POLICIES}"
         )
-    corpus, empty = _load_records(path, "document", ("title", "text"), done)
+    corpus, empty = _load_records(path, "document", ("title", "text"), done, replaced)
     if empty and empty_text == "error":
         raise DataValidationError(
             f"{path}: {len(empty)} document(s) with empty title and text: {empty[:10]} "
@@ -188,8 +227,8 @@ def load_corpus(
     return corpus, empty
 
 
-def load_queries(path: Path) -> dict[str, str]:
-    queries, empty = _load_records(path, "query", ("text",))
+def load_queries(path: Path, replaced: Replaced | None = None) -> dict[str, str]:
+    queries, empty = _load_records(path, "query", ("text",), replaced=replaced)
     if empty:
         raise DataValidationError(f"{path}: {len(empty)} query(ies) with empty text: {empty[:10]}")
     return {qid: rec["text"] for qid, rec in queries.items()}
@@ -200,9 +239,10 @@ _SCALAR = (str, int, float, bool)
 
 def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
     """qid -> {field: value} of each query's `metadata` object, scalar fields only, and the
-    sorted names of the fields dropped because some value is an object or a list."""
+    sorted names of the fields dropped because some value is an object or a list. The file's
+    lone surrogates are replaced, not counted or warned about again (`load_queries` does)."""
     raw: dict[str, dict[str, Any]] = {}
-    for lineno, rec in iter_jsonl(path):
+    for lineno, rec in iter_jsonl(path, warn=False):
         meta = rec.get("metadata")
         if meta is None:
             continue
@@ -228,7 +268,8 @@ def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[st
 
 
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Read a BEIR qrels TSV (header `query-id corpus-id score`)."""
+    """Read a BEIR qrels TSV (header `query-id corpus-id score`); a score is an integer in
+    ASCII digits with an optional sign, surrounding whitespace aside."""
     if not path.is_file():
         raise DataValidationError(f"qrels file not found: {path}")
     qrels: dict[str, dict[str, int]] = {}
@@ -250,12 +291,7 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
         qid, doc_id, score = (c.strip() for c in row)
         if not qid or not doc_id:
             raise DataValidationError(f"{path}:{lineno}: empty query or document id")
-        try:
-            rel = int(score)
-        except ValueError as exc:
-            raise DataValidationError(
-                f"{path}:{lineno}: score {score!r} is not an integer"
-            ) from exc
+        rel = strict_int(score, f"{path}:{lineno}", "score", signed=True)
         if doc_id in qrels.setdefault(qid, {}):
             dups.append((qid, doc_id))
         qrels[qid][doc_id] = rel
@@ -282,8 +318,9 @@ def load_beir(
             "or special characters needs Hydra quoting: -S \"dataset.root='/a b/c'\")"
         )
     corpus_path = find_corpus(root)
-    corpus, empty = load_corpus(corpus_path, empty_text, done)
-    all_queries = load_queries(root / "queries.jsonl")
+    in_corpus, in_queries = Replaced(), Replaced()
+    corpus, empty = load_corpus(corpus_path, empty_text, done, in_corpus)
+    all_queries = load_queries(root / "queries.jsonl", in_queries)
     metadata, nested = load_query_metadata(root / "queries.jsonl")
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     unknown_q = sorted(q for q in qrels if q not in all_queries)
@@ -315,6 +352,7 @@ def load_beir(
         unjudged_in_other_splits=elsewhere,
         query_metadata={q: metadata[q] for q in queries if q in metadata},
         nested_metadata_fields=nested,
+        surrogates_replaced={"corpus": in_corpus.count, "queries": in_queries.count},
     )
 
 

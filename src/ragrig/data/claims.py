@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragrig.data.beir import iter_jsonl
+from ragrig.data.beir import Replaced, iter_jsonl
 from ragrig.errors import DataValidationError
 
 NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
@@ -23,13 +23,14 @@ def claim_label(evidence: dict[str, list[dict[str, Any]]]) -> str:
     return "MIXED"
 
 
-def load_claims(paths: list[Path]) -> dict[str, dict[str, Any]]:
-    """Map claim id -> {label, evidence}; a claim id appearing in two files is an error."""
+def load_claims(paths: list[Path], replaced: Replaced | None = None) -> dict[str, dict[str, Any]]:
+    """Map claim id -> {label, evidence}; a claim id appearing in two files is an error. Lone
+    surrogates in a record are replaced by U+FFFD and added to `replaced` (see `iter_jsonl`)."""
     claims: dict[str, dict[str, Any]] = {}
     for path in paths:
         if not path.exists():
             raise DataValidationError(f"claims file not found: {path}")
-        for lineno, rec in iter_jsonl(path):
+        for lineno, rec in iter_jsonl(path, replaced):
             if "id" not in rec or "claim" not in rec:
                 raise DataValidationError(f"{path}:{lineno}: claim record needs 'id' and 'claim'")
             evidence = rec.get("evidence") or {}

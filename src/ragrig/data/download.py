@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import posixpath
+import re
 import shutil
 import signal
 import stat
@@ -28,6 +29,7 @@ from ragrig.data.config import Download
 from ragrig.errors import DataValidationError
 from ragrig.process import pid_alive
 
+_DIGITS = re.compile(r"[0-9]+")
 OWNER_FILE = "owner.pid"  # inside a temp folder: the pid of the process downloading into it
 
 
@@ -107,7 +109,8 @@ def download(url: str, dest: Path, deadline_s: float = 3600.0, read_timeout_s: f
             with resp:
                 encoded = resp.headers.get("content-encoding", "identity") != "identity"
                 length = resp.headers.get("content-length", "")
-                total = int(length) if length.isdigit() and not encoded else None
+                # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+                total = int(length) if _DIGITS.fullmatch(length) and not encoded else None
                 name = url.rsplit("/", 1)[-1]
                 with (
                     open(dest, "wb") as fh,

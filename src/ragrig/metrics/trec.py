@@ -23,13 +23,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragrig.errors import DataValidationError
 from ragrig.io import atomic_write_text
+from ragrig.text import strict_float, strict_int
 
 _SPACE = re.compile(r"\s")
 
@@ -86,26 +86,19 @@ def write_trec_qrels(qrels: pd.DataFrame, path: Path) -> None:
 
 
 def _lines(path: Path, n_fields: int, kind: str, layout: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of each non-blank line; a line with another field count raises
-    naming file and line."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != n_fields:
-                raise DataValidationError(
-                    f"{path}:{n}: a TREC {kind} line has {n_fields} fields ({layout}), "
-                    f"got {len(parts)}"
-                )
-            yield n, parts
+    """(line number, fields) of each non-blank line; a line with another field count, or a byte
+    that is not UTF-8, raises naming file and line."""
+    from ragrig.data.beir import iter_lines
 
-
-def _number(path: Path, n: int, text: str, kind: type, name: str, expected: str) -> Any:
-    try:
-        return kind(text)
-    except ValueError:
-        raise DataValidationError(f"{path}:{n}: {name} {text!r} is not {expected}") from None
+    for n, line in iter_lines(Path(path)):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != n_fields:
+            raise DataValidationError(
+                f"{path}:{n}: a TREC {kind} line has {n_fields} fields ({layout}), got {len(parts)}"
+            )
+        yield n, parts
 
 
 def read_trec_run(path: Path) -> pd.DataFrame:
@@ -113,7 +106,7 @@ def read_trec_run(path: Path) -> pd.DataFrame:
     order trec_eval reads them: score descending, ties by document id descending; `rank` is
     renumbered 1..n in that order. A malformed line raises naming file and line."""
     rows = [
-        (parts[0], parts[2], _number(path, n, parts[4], float, "score", "a number"))
+        (parts[0], parts[2], strict_float(parts[4], f"{path}:{n}", "score"))
         for n, parts in _lines(path, 6, "run", "qid Q0 docid rank score tag")
     ]
     table = pd.DataFrame(rows, columns=["qid", "doc_id", "score"])
@@ -134,7 +127,7 @@ def read_trec_run(path: Path) -> pd.DataFrame:
 def read_trec_qrels(path: Path) -> pd.DataFrame:
     """A TREC qrels file as a qrels table (qid, doc_id, relevance)."""
     rows = [
-        (parts[0], parts[2], _number(path, n, parts[3], int, "relevance", "an integer"))
+        (parts[0], parts[2], strict_int(parts[3], f"{path}:{n}", "relevance", signed=True))
         for n, parts in _lines(path, 4, "qrels", "qid iter docid relevance")
     ]
     return pd.DataFrame(rows, columns=["qid", "doc_id", "relevance"])

@@ -58,22 +58,30 @@ class BeirParser:
         return cls(cfg.title_separator, cfg.empty_text)
 
     def parse(self, dataset: Any) -> Parsed:
-        from ragrig.data.beir import load_beir
+        from ragrig.data.beir import Replaced, load_beir
         from ragrig.data.claims import load_claims
         from ragrig.progress import bar
 
         root = Path(dataset.root)
         with bar("parse", _corpus_records(root), "documents") as b:
             data = load_beir(root, dataset.split, empty_text=self.empty_text, done=b.update)
-        claims = load_claims([root / f for f in dataset.claims.files]) if dataset.claims else None
+        in_claims = Replaced()
+        claims = (
+            load_claims([root / f for f in dataset.claims.files], in_claims)
+            if dataset.claims
+            else None
+        )
         queries = queries_table(data, claims)
+        stats = parse_stats(data, claims, split=dataset.split)
+        if claims is not None:
+            stats["surrogates_replaced"]["claims"] = in_claims.count
         return Parsed(
             documents_table(
                 data, source=f"beir:{dataset.name}", title_separator=self.title_separator
             ),
             queries,
             qrels_table(data),
-            parse_stats(data, claims, split=dataset.split),
+            stats,
         )
 
 
@@ -185,7 +193,8 @@ def parse_stats(
 
     `queries_scored` are the split's queries with at least one positive judgment (the ones
     retrieval metrics score); `queries_no_positive` are judged but only with grade <= 0;
-    `queries_unjudged` are in queries.jsonl with no judgment in the split at all.
+    `queries_unjudged` are in queries.jsonl with no judgment in the split at all;
+    `surrogates_replaced` counts the lone surrogates replaced by U+FFFD in each file read.
     """
     no_positive = dataset.no_positive
     empty = set(dataset.empty_documents)
@@ -216,6 +225,7 @@ def parse_stats(
             META_PREFIX + k for k in {k for m in dataset.query_metadata.values() for k in m}
         ),
         "query_metadata_nested_fields": len(dataset.nested_metadata_fields),
+        "surrogates_replaced": dict(dataset.surrogates_replaced),
     }
     if claims is not None:
         stats["claims_unknown"] = sum(1 for q in dataset.queries if q not in claims)
@@ -260,9 +270,18 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         lines.append(
             "parse: query metadata as slice columns: " + ", ".join(stats["query_metadata_columns"])
         )
+    replaced = stats.get("surrogates_replaced", {})
+    if any(replaced.values()):
+        lines.append(surrogates_line(replaced))
     if stats.get("claims_unknown"):
         lines.append(
             f"parse: {stats['claims_unknown']} query(ies) not in the claim files: "
             f"claim_label {UNKNOWN!r}"
         )
     return lines
+
+
+def surrogates_line(replaced: dict[str, int]) -> str:
+    """The console line for lone surrogates replaced, by the file kind they were in."""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in replaced.items() if n)
+    return f"parse: {sum(replaced.values())} lone surrogate(s) replaced by U+FFFD ({kinds})"

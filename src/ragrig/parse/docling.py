@@ -10,6 +10,10 @@ layer that would need OCR) or timed_out. The stage fails only when failed + time
 
 Ids are stable: file_id = `<slug(path)>-<sha256(path NUL text)[:10]>`, with path relative to
 its documents folder; a section's doc_id is `<file_id>/s<n:03d>` (n-th section of the file).
+
+A file name that is not UTF-8 (its bytes come back as lone surrogates) and any lone surrogate in
+a converted file's text are replaced by U+FFFD, counted in the manifest's `surrogates_replaced`
+and warned about on stderr, naming the file.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -28,6 +33,7 @@ import pandas as pd
 
 from ragrig.errors import DataValidationError, RagrigError
 from ragrig.parse import Parsed, content_hash
+from ragrig.text import replace_surrogates, replace_surrogates_in, strict_int, surrogate_warning
 
 # file extension -> format name (the worker's INPUT_FORMATS keys)
 EXTENSIONS: dict[str, str] = {
@@ -102,6 +108,9 @@ class FileEntry:
     chars: int = 0
     file_id: str = ""
     result: dict[str, Any] = field(default_factory=dict, repr=False)
+    # lone surrogates replaced by U+FFFD: in the file's name (bytes not UTF-8), in its text
+    name_replaced: int = 0
+    text_replaced: int = 0
 
     def report(self) -> dict[str, Any]:
         return {
@@ -119,7 +128,8 @@ class FileEntry:
 def list_files(folders: list[Path], exclude: list[str], max_bytes: int) -> list[FileEntry]:
     """Every regular file below the folders (sorted by relative path), each with its format and,
     when it will not be converted, its status: skipped (excluded, unsupported, oversized) or
-    failed (empty). A path found in two folders is an error (ids would collide)."""
+    failed (empty). A path found in two folders is an error (ids would collide). A name that is
+    not UTF-8 is read with its undecodable bytes replaced by U+FFFD (counted, warned about)."""
     entries: dict[str, FileEntry] = {}
     for folder in folders:
         if not folder.is_dir():
@@ -127,13 +137,22 @@ def list_files(folders: list[Path], exclude: list[str], max_bytes: int) -> list[
         for f in sorted(folder.rglob("*")):
             if not f.is_file():
                 continue
-            rel = f.relative_to(folder).as_posix()
+            rel, replaced = replace_surrogates(f.relative_to(folder).as_posix())
+            if replaced:
+                print(
+                    f"ragrig: warning: {replace_surrogates(str(folder))[0]}/{rel}: file name is "
+                    f"not UTF-8: {replaced} byte(s) replaced by U+FFFD",
+                    file=sys.stderr,
+                )
             if rel in entries:
                 raise DataValidationError(
                     f"{rel} is in two documents folders ({entries[rel].abspath} and {f}): "
                     "paths relative to their folder must be unique"
+                    if replaced == 0 and entries[rel].name_replaced == 0
+                    else f"two file names read as {rel!r} once their bytes that are not UTF-8 "
+                    "are replaced by U+FFFD: rename one"
                 )
-            e = FileEntry(rel, f, EXTENSIONS.get(f.suffix.lower(), ""))
+            e = FileEntry(rel, f, EXTENSIONS.get(f.suffix.lower(), ""), name_replaced=replaced)
             nbytes = f.stat().st_size
             if any(fnmatch.fnmatch(rel, pat) for pat in exclude):
                 e.status, e.reason = "skipped", "excluded by parse.exclude"
@@ -400,10 +419,7 @@ def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str
         qid, path, section, score = (c.strip() for c in row)
         if not qid or not path:
             raise DataValidationError(f"{where}: empty query id or path")
-        try:
-            rel = int(score)
-        except ValueError as exc:
-            raise DataValidationError(f"{where}: relevance {score!r} is not an integer") from exc
+        rel = strict_int(score, where, "relevance", signed=True)
         for doc_id in map_gold(path, section, target, where, unit):
             judged = qrels.setdefault(qid, {})
             judged[doc_id] = max(rel, judged.get(doc_id, rel))
@@ -415,10 +431,11 @@ def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str
 def load_golden(folder: Path, target: GoldTarget, unit: str) -> Any:
     """queries.jsonl + qrels.tsv as a BeirDataset (no corpus): the queries judged in qrels,
     the others counted as unjudged; a qrels query id not in queries.jsonl raises."""
-    from ragrig.data.beir import BeirDataset, load_queries, load_query_metadata
+    from ragrig.data.beir import BeirDataset, Replaced, load_queries, load_query_metadata
 
     qpath, rpath = folder / "queries.jsonl", folder / "qrels.tsv"
-    queries = load_queries(qpath)
+    replaced = Replaced()
+    queries = load_queries(qpath, replaced)
     metadata, nested = load_query_metadata(qpath)
     qrels = load_gold_qrels(rpath, target, unit)
     unknown = sorted(set(qrels) - set(queries))
@@ -432,6 +449,7 @@ def load_golden(folder: Path, target: GoldTarget, unit: str) -> Any:
         unjudged=tuple(sorted(set(queries) - set(qrels))),
         query_metadata={q: m for q, m in metadata.items() if q in qrels},
         nested_metadata_fields=nested,
+        surrogates_replaced={"queries": replaced.count},
     )
 
 
@@ -476,6 +494,22 @@ def check_failures(entries: list[FileEntry], max_share: float) -> None:
         )
 
 
+def _replace_surrogates(e: FileEntry) -> None:
+    """Replace the lone surrogates of a converted file's result in place: its elements' texts
+    (counted in e.text_replaced and warned about), and the title, sections and DoclingDocument
+    JSON that repeat them (or the file name, counted apart)."""
+    res = e.result
+    for el in res["elements"]:
+        el["text"], n = replace_surrogates(el["text"])
+        e.text_replaced += n
+        el["section"], _ = replace_surrogates(el["section"])
+    res["title"], _ = replace_surrogates_in(res.get("title"))
+    res["json"], _ = replace_surrogates_in(res.get("json"))
+    if e.text_replaced:
+        shown = replace_surrogates(str(e.abspath))[0]
+        print(surrogate_warning(shown, e.text_replaced), file=sys.stderr)
+
+
 class DoclingParser:
     def __init__(
         self,
@@ -514,6 +548,7 @@ class DoclingParser:
             convert_all(entries, self.workers, self.timeout_s, done=b.update)
         for e in entries:
             if e.status == "parsed":
+                _replace_surrogates(e)
                 e.pages = int(e.result.get("pages", 0))
                 if not e.result["elements"]:
                     e.status = "skipped" if e.format == "pdf" and e.pages else "failed"
@@ -557,11 +592,16 @@ class DoclingParser:
         )
         report = parse_report(entries)
         stats: dict[str, Any] = {"parser": "docling", "unit": self.unit, "files": report["counts"]}
+        replaced = {
+            "documents": sum(e.text_replaced for e in parsed),
+            "file_names": sum(e.name_replaced for e in entries),
+        }
         if dataset.golden:
             gold = load_golden(Path(dataset.golden), target, self.unit)
             queries, qrels = queries_table(gold, None), qrels_table(gold)
             counts = parse_stats(gold, None, split=dataset.split)
             stats |= {k: v for k, v in counts.items() if k not in ("empty_text", "split")}
+            replaced |= counts["surrogates_replaced"]
             stats["judgments_on_unparsed_files"] = int(
                 qrels["doc_id"].str.startswith("unparsed:").sum()
             )
@@ -569,6 +609,7 @@ class DoclingParser:
             queries = _empty(["qid", "text", "claim_label", "evidence", "n_gold", "n_words"])
             queries = queries.astype({"n_gold": "int64", "n_words": "int64"})
             qrels = _empty(["qid", "doc_id", "relevance"]).astype({"relevance": "int64"})
+        stats["surrogates_replaced"] = replaced
         return Parsed(
             documents, queries, qrels, stats, elements=elements, docling=docling_json, report=report
         )
@@ -599,4 +640,9 @@ def stats_lines(stats: dict[str, Any], report: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append("parse: no golden queries (dataset.golden is not set)")
+    replaced = stats.get("surrogates_replaced", {})
+    if any(replaced.values()):
+        from ragrig.parse import surrogates_line
+
+        lines.append(surrogates_line(replaced))
     return lines
