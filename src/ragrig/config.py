@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -23,8 +23,15 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Every seed: numpy's legacy `np.random.seed` (ragrig.stage.apply_seed, transformers'
+# set_seed) takes 0 .. 2**32 - 1, and llama.cpp's seed is a uint32.
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+# an item of a list of names, paths, patterns or separators: the empty string means nothing
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
 class RuntimeConfig(Section):
-    seed: int = 13
+    seed: Seed = 13
     threads: int = Field(2, gt=0)
 
 
@@ -88,14 +95,29 @@ def reject_reserved_keys(raw: Any, prefix: str = "") -> None:
         )
 
 
+def validation_problems(name: str, exc: ValidationError) -> str:
+    """pydantic's errors on one line: each as `<section>.<field path>: <message>`, a number
+    given shown after it (a string is not: it may be a URL holding a secret)."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in (name, *err["loc"]))
+        given = err.get("input")
+        shown = f" (got {given!r})" if isinstance(given, int | float) else ""
+        problems.append(f"{where}: {err['msg']}{shown}")
+    return "; ".join(problems)
+
+
 def validate_section(name: str, raw: Any) -> Any:
-    """Validate one config section; raise ConfigError naming the section and the problem."""
+    """Validate one config section; raise ConfigError naming the section, each field path and
+    its problem, on one line."""
     reject_reserved_keys(raw, name)
     schema = section_schema(name)
     try:
         return TypeAdapter(schema).validate_python(raw)
     except ValidationError as exc:
-        raise ConfigError(f"invalid config section {name!r}:\n{exc}") from exc
+        raise ConfigError(
+            f"invalid config section {name!r}: {validation_problems(name, exc)}"
+        ) from exc
 
 
 def validate_all(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -8,14 +8,14 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from ragrig.config import Section, reject_reserved_keys
+from ragrig.config import NonEmptyStr, Section, Seed, reject_reserved_keys
 from ragrig.errors import ConfigError
 
 DEFAULT_CONFIG = Path("conf") / "calibrate.yaml"
 
 
 class SplitConfig(Section):
-    seed: int = Field(13, description="tasks are ordered by sha256('<seed>:<task_id>')")
+    seed: Seed = Field(13, description="tasks are ordered by sha256('<seed>:<task_id>')")
     group: Literal["task", "conversation"] = Field(
         "task",
         description="what stays together in one half: each task (its answers), or each "
@@ -32,12 +32,12 @@ class CalibrateConfig(Section):
         3.0, ge=1, le=4, description="faithful when the mean human rating (1-4) is >= this"
     )
     split: SplitConfig = SplitConfig()
-    judges: list[str] = Field(
+    judges: list[NonEmptyStr] = Field(
         default_factory=lambda: ["overlap"],
         description="options of conf/judge/, each built with ragrig.judge.make_judge (verifier: "
         "its model folder, default data/train_verifier, must hold a trained model)",
     )
-    fit_answer_model: list[str] = Field(
+    fit_answer_model: list[NonEmptyStr] = Field(
         default_factory=lambda: ["overlap"],
         description="judges (method overlap, also in `judges`) whose answer model "
         "(ragrig.judge.extractive) is fitted on the calibration half and written into "

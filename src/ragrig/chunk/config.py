@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
@@ -38,7 +38,8 @@ class _Windowed(ChunkBase):
 
 class ChunkRecursive(_Windowed):
     method: Literal["recursive"] = "recursive"
-    separators: list[str] = Field(default_factory=lambda: ["\n\n", "\n", ". ", " "])
+    # strongest first; [] cuts at plain token boundaries (an empty separator is in every gap)
+    separators: list[NonEmptyStr] = Field(default_factory=lambda: ["\n\n", "\n", ". ", " "])
 
 
 class ChunkHybrid(_Windowed):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section
 
 
 class Checksum(Section):
@@ -31,7 +31,9 @@ class Download(Section):
 class ClaimsFiles(Section):
     """SciFact's original claim files, giving per-query label and rationale attributes."""
 
-    files: list[str] = Field(default_factory=list, description="paths relative to dataset root")
+    files: list[NonEmptyStr] = Field(
+        default_factory=list, description="paths relative to dataset root"
+    )
     train: str | None = Field(
         None,
         description="training claims of the verifier (SciFact schema, relative to dataset root); "
@@ -52,7 +54,7 @@ class DatasetConfig(Section):
     claims: ClaimsFiles | None = None
     # a document dataset (parse=docling): the folders of documents (relative paths resolve
     # against the project, like root) and the folder of its golden queries.jsonl and qrels.tsv
-    documents: list[str] = Field(
+    documents: list[NonEmptyStr] = Field(
         default_factory=list, description="folders of documents; empty: root is the one folder"
     )
     golden: str | None = Field(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section
 from ragrig.generate.prompt import PROMPTS
 
 
@@ -73,16 +73,18 @@ class _LocalGguf(_ChatBase):
         "(llama_cpp: the grammar ragrig.generate.prompt.VERDICT_GRAMMAR; torch_gguf: greedy "
         "over their token sequences); false: free text",
     )
-    stop: list[str] = Field(
+    stop: list[NonEmptyStr] = Field(
         default_factory=list,
         description="the answer ends before the first of these strings (not included)",
     )
 
-    @model_validator(mode="after")
-    def _stops_not_blank(self) -> _LocalGguf:
-        if any(not s for s in self.stop):
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stops_not_blank(cls, value: Any) -> Any:
+        # before the items' own min_length check, to say why an empty one is refused
+        if isinstance(value, list | tuple) and any(s == "" for s in value):
             raise ValueError("generate.stop: an empty stop string would end every answer at once")
-        return self
+        return value
 
 
 class GenerateLlamaCpp(_LocalGguf):

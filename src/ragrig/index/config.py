@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.config import Section, Seed
 
 
 class DenseFlat(Section):
@@ -22,7 +22,7 @@ class DenseHnsw(Section):
 class DenseIvf(Section):
     method: Literal["ivf"] = "ivf"
     nlist: int = Field(64, gt=0)
-    train_seed: int = 1234
+    train_seed: Seed = 1234
 
 
 class DenseIvfPq(Section):
@@ -38,7 +38,7 @@ class DenseIvfPq(Section):
     )
     k_factor: int = Field(4, ge=1, description="candidates re-scored = k_factor x k (refine)")
     train_sample: int = Field(100_000, gt=0, description="vectors (seeded sample) to train on")
-    train_seed: int = 1234
+    train_seed: Seed = 1234
 
 
 class DenseHnswSq(Section):
@@ -49,7 +49,7 @@ class DenseHnswSq(Section):
     ef_construction: int = Field(200, gt=0)
     quantizer: Literal["sq8", "sq4", "fp16"] = "sq8"
     train_sample: int = Field(100_000, gt=0, description="vectors (seeded sample) to train on")
-    train_seed: int = 1234
+    train_seed: Seed = 1234
     build_threads: int = Field(
         1, gt=0, description="1 keeps the graph reproducible; more builds faster, not identically"
     )
@@ -68,7 +68,9 @@ class SparseBm25s(_Bm25):
 
 class SparseRankBm25(_Bm25):
     method: Literal["rank_bm25"] = "rank_bm25"
-    epsilon: float = 0.25
+    epsilon: float = Field(
+        0.25, ge=0, description="a negative IDF is replaced by this share of the mean IDF"
+    )
 
 
 DenseIndexConfig = Annotated[

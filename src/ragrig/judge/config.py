@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section, Seed
 
 DEFAULT_MAX_TOKENS = 384
 
@@ -49,7 +49,7 @@ class _LLMJudgeBase(Section):
     )
     max_tokens: int = Field(DEFAULT_MAX_TOKENS, gt=0)
     temperature: float = Field(0.0, ge=0)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class LLMJudgeOpenAIHttp(_LLMJudgeBase):
@@ -102,9 +102,10 @@ class AnswerModelConfig(Section):
     """ragrig.judge.extractive.AnswerModel: P(faithful) from the answer's extractive measures;
     written by `ragrig calibrate` (fitted on MTRAG's calibration half only)."""
 
-    features: list[str]
-    coef: list[float]
-    intercept: float
+    # a model over no measure would be a constant; the weights are any finite real
+    features: list[NonEmptyStr] = Field(min_length=1)
+    coef: list[Annotated[float, Field(allow_inf_nan=False)]]
+    intercept: float = Field(allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _consistent(self) -> AnswerModelConfig:

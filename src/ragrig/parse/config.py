@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section
 
 
 class ParseBeir(Section):
@@ -36,7 +36,7 @@ class ParseDocling(Section):
     max_failure_share: float = Field(
         0.1, ge=0, le=1, description="the stage fails when (failed + timed_out) / files exceeds it"
     )
-    exclude: list[str] = Field(
+    exclude: list[NonEmptyStr] = Field(
         default_factory=list,
         description="glob patterns on the path relative to its folder: skipped (excluded)",
     )

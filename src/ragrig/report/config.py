@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import Section
+from ragrig.config import NonEmptyStr, Section
 from ragrig.metrics.names import RESERVED_SLICE_NAMES
 
 
@@ -54,12 +54,12 @@ class SliceConfig(Section):
     name: str = Field(min_length=1)
     column: str = Field(min_length=1, description="column of the queries table")
     kind: Literal["categorical", "numeric"] = "categorical"
-    bins: list[float] | None = Field(
+    bins: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
         None,
         description="numeric: increasing cut points (lower bound included); "
         "null: quantile bins chosen from the data (report.quantile_bins)",
     )
-    labels: list[str] | None = Field(
+    labels: list[NonEmptyStr] | None = Field(
         None, description="numeric with bins: one label per bucket (len(bins) + 1)"
     )
 
@@ -119,6 +119,10 @@ class SimilarityRange(Section):
         return self
 
 
+# a relative weight of the scorecard: 0 leaves its part out
+Weight = Annotated[float, Field(ge=0)]
+
+
 def _weights(names: tuple[str, ...], values: dict[str, float], where: str) -> dict[str, float]:
     unknown = sorted(set(values) - set(names))
     if unknown:
@@ -135,7 +139,7 @@ class ScorecardConfig(Section):
     """The three-axis scorecard (METRICS.md "The production scorecard"). Weights are relative:
     each set is divided by the sum of the parts available."""
 
-    weights: dict[str, float] = Field(
+    weights: dict[str, Weight] = Field(
         default_factory=lambda: {"faithfulness": 0.5, "relevance": 0.25, "correctness": 0.25}
     )
     floors: dict[str, ScorecardFloor] = Field(
@@ -145,11 +149,11 @@ class ScorecardConfig(Section):
             "correctness": ScorecardFloor(min=0.70, kind="soft"),
         }
     )
-    relevance_weights: dict[str, float] = Field(
+    relevance_weights: dict[str, Weight] = Field(
         default_factory=lambda: {"semantic": 0.25, "keyword": 0.15, "llm": 0.3, "context": 0.3}
     )
     similarity_range: SimilarityRange = SimilarityRange()
-    correctness_surrogate_weights: dict[str, float] = Field(
+    correctness_surrogate_weights: dict[str, Weight] = Field(
         default_factory=lambda: {
             "self_consistency": 0.3,
             "coverage": 0.25,
@@ -193,7 +197,11 @@ class ScorecardConfig(Section):
 
 
 class ReportConfig(Section):
-    k_values: list[int] = Field(default_factory=lambda: [10, 100])
+    k_values: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [10, 100],
+        min_length=1,
+        description="cut-offs of nDCG@k and recall@k (the headline measures)",
+    )
     slices: list[SliceConfig] = Field(default_factory=_default_slices)
     metadata_prefix: str | None = Field(
         "meta_",
@@ -204,7 +212,10 @@ class ReportConfig(Section):
     max_categories: int = Field(
         20, ge=2, description="a categorical slice with more values is dropped (with a note)"
     )
-    latency_quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.95, 0.99])
+    latency_quantiles: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
+        default_factory=lambda: [0.5, 0.95, 0.99],
+        description="quantiles of each stage's per-query latency, strictly between 0 and 1",
+    )
     bootstrap_resamples: int = Field(
         1000,
         ge=0,

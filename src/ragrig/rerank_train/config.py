@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.config import Section, Seed
 from ragrig.train_split import MiningConfig
 
 
@@ -31,4 +31,4 @@ class TrainRerankConfig(Section):
     max_pairs: int | None = Field(
         None, gt=0, description="cap on training pairs (seeded sample; None: all)"
     )
-    seed: int = 13
+    seed: Seed = 13

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.config import Section, Seed
 
 
 class TrainVerifierConfig(Section):
@@ -42,4 +42,4 @@ class TrainVerifierConfig(Section):
     max_claims: int | None = Field(
         None, gt=0, description="use only the first N training claims (None: all)"
     )
-    seed: int = 13
+    seed: Seed = 13
