@@ -139,8 +139,54 @@ def test_password_in_the_uri_is_refused_without_echoing_it():
     cfg = compose(PROJECT / "conf", ["report.mlflow.tracking_uri=postgresql://u:Top5ecret@h/db"])
     with pytest.raises(ConfigError) as err:
         validate_composition(cfg)
-    assert "tracking_uri holds a password" in str(err.value)
-    assert "Top5ecret" not in str(err.value)
+    msg = str(err.value)
+    assert msg.startswith("report.mlflow.tracking_uri: credentials inside the URL are refused")
+    assert "export PGPASSWORD" in msg and "postgresql://***@h/db" in msg
+    assert "Top5ecret" not in msg and "\n" not in msg
+
+
+def test_postgres_start_prints_a_uri_without_the_password(monkeypatch, capsys):
+    """`make postgres` (ragrig postgres start) in a fresh project: the tracking URI it prints has
+    no password, the password is in .ragrig/postgres.pass (0600) for PGPASSWORD, and that URI
+    with that variable reaches the store and validates as report.mlflow.tracking_uri."""
+    import argparse
+    import tempfile
+
+    from ragrig.config import validate_section
+    from ragrig.postgres import bin_dir, cmd_postgres
+
+    if bin_dir() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true and PostgreSQL's initdb/pg_ctl are missing (make test installs)")
+        pytest.skip("PostgreSQL's initdb/pg_ctl are not installed")
+    root = Path(tempfile.mkdtemp(prefix="ragrig-pg-start-"))
+    root.chmod(0o755)  # the server's own user (postgres, when tests run as root) enters it
+    port = free_port()
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+
+    def run(action: str) -> int:
+        return cmd_postgres(argparse.Namespace(action=action, port=port, user="ragrig", db="rr"))
+
+    try:
+        assert run("start") == 0
+        out = capsys.readouterr().out
+        pass_file = root / ".ragrig" / "postgres.pass"
+        password = pass_file.read_text().strip()
+        assert len(password) >= 16 and password not in out
+        assert pass_file.stat().st_mode & 0o777 == 0o600
+        uri = f"postgresql://ragrig@127.0.0.1:{port}/rr"
+        assert f"tracking URI: {uri}\n" in out
+        assert "export PGPASSWORD=$(cat .ragrig/postgres.pass)" in out
+        assert f"report.mlflow.tracking_uri={uri} " in out
+        assert validate_section("report", {"mlflow": {"tracking_uri": uri}})
+        monkeypatch.setenv("PGPASSWORD", password)
+        preflight(uri)  # libpq takes the password from PGPASSWORD
+    finally:
+        try:
+            run("stop")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def test_s3_artifact_location_problems_are_named(s3, monkeypatch):  # noqa: F811

@@ -117,13 +117,6 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
         for model in dict.fromkeys(models)
         for m in missing_prices(model, rep.prices)
     ]
-    from ragrig.report.stores import uri_password
-
-    if rep.mlflow.tracking_uri and uri_password(rep.mlflow.tracking_uri):
-        problems.append(  # the URI itself is not repeated: it holds the secret
-            "report.mlflow.tracking_uri holds a password: remove it and export PGPASSWORD "
-            "(or name the variable holding it in report.mlflow.password_env)"
-        )
     too_deep = [k for k in rep.k_values if k > ret.depth]
     if too_deep:
         problems.append(

@@ -5,8 +5,9 @@ computing.
 The `storage` section of conf/ (conf/storage/{local,s3}.yaml) names the remote: its URL
 (`s3://bucket/prefix`), endpoint and region, optionally an AWS profile. Credentials come ONLY from
 the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the profile named
-here), never from a file of the project. No stage reads the section (dvc.yaml `params`), so
-choosing a remote recomputes nothing.
+here), never from a file of the project; a URL holding them (`https://user:secret@host`) is
+refused with one line (ragrig.urls) before anything is printed or written. No stage reads the
+section (dvc.yaml `params`), so choosing a remote recomputes nothing.
 
     python -m ragrig.cli remote setup storage=s3 storage.remote.url=s3://bucket/ragrig \
         storage.remote.endpoint_url=http://127.0.0.1:9000
@@ -41,10 +42,12 @@ from pydantic import Field, field_validator
 
 from ragrig.config import Section
 from ragrig.errors import RagrigError
+from ragrig.urls import AWS_ENV, redact, refuse_credentials
 
 REMOTE_NAME = "ragrig"
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 10.0
+WRITTEN_TO = "params.yaml and .dvc/config.local"
 
 
 class RemoteError(RagrigError):
@@ -63,6 +66,7 @@ class RemoteConfig(Section):
     def _s3_url(cls, v: str | None) -> str | None:
         if v is None:
             return v
+        refuse_credentials(v, "storage.remote.url", AWS_ENV, WRITTEN_TO)
         parsed = urlparse(v)
         if parsed.scheme != "s3" or not parsed.netloc:
             raise ValueError(f"storage.remote.url {v!r} is not s3://bucket[/prefix]")
@@ -73,6 +77,7 @@ class RemoteConfig(Section):
     def _http_url(cls, v: str | None) -> str | None:
         if v is None:
             return v
+        refuse_credentials(v, "storage.remote.endpoint_url", AWS_ENV, WRITTEN_TO)
         parsed = urlparse(v)
         if parsed.scheme not in {"http", "https"} or not parsed.netloc:
             raise ValueError(f"storage.remote.endpoint_url {v!r} is not http(s)://host[:port]")
@@ -83,9 +88,14 @@ class RemoteConfig(Section):
         return urlparse(self.url or "").netloc
 
     @property
+    def endpoint(self) -> str:
+        """The endpoint as a message names it (redacted: never credentials)."""
+        return redact(self.endpoint_url) if self.endpoint_url else "AWS S3"
+
+    @property
     def where(self) -> str:
-        """The remote as an error names it: URL and endpoint (never credentials)."""
-        return f"{self.url} at {self.endpoint_url or 'AWS S3'}"
+        """The remote as a message names it: URL and endpoint (redacted: never credentials)."""
+        return f"{redact(self.url or '')} at {self.endpoint}"
 
 
 class StorageConfig(Section):
@@ -145,7 +155,7 @@ def preflight(remote: RemoteConfig, env: dict[str, str] | None = None) -> None:
         ) from None
     except (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ReadTimeoutError) as exc:
         raise RemoteError(
-            f"S3 endpoint {remote.endpoint_url or 'AWS S3'} unreachable for {remote.url} "
+            f"S3 endpoint {remote.endpoint} unreachable for {redact(remote.url)} "
             f"({type(exc).__name__}, connect timeout {remote.connect_timeout_s:g} s)"
         ) from None
     except bex.ClientError as exc:
@@ -154,7 +164,7 @@ def preflight(remote: RemoteConfig, env: dict[str, str] | None = None) -> None:
         if code in {"404", "NoSuchBucket", "NotFound"} or status == 404:
             raise RemoteError(
                 f"S3 bucket {remote.bucket!r} does not exist at "
-                f"{remote.endpoint_url or 'AWS S3'} (storage.remote.url {remote.url})"
+                f"{remote.endpoint} (storage.remote.url {redact(remote.url)})"
             ) from None
         if code in {"403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"} or (
             status in {401, 403}
@@ -181,6 +191,9 @@ def setup(project: Path, remote: RemoteConfig) -> None:
     (never committed; DVC's experiment copies inherit it). No credential is written."""
     if not remote.url:
         raise RemoteError("storage.remote.url is not set (choose storage=s3 and give the URL)")
+    for field, value in (("url", remote.url), ("endpoint_url", remote.endpoint_url)):
+        if value:  # a model built without validation (model_construct) is checked here too
+            refuse_credentials(value, f"storage.remote.{field}", AWS_ENV, WRITTEN_TO)
     _dvc(project, "remote", "add", "--local", "--default", "--force", REMOTE_NAME, remote.url)
     for key, value in (
         ("endpointurl", remote.endpoint_url),

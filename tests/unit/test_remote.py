@@ -4,6 +4,10 @@ it, a sweep cannot vary it, and the run-cache paths it pushes are DVC's own."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -75,3 +79,79 @@ def test_run_cache_paths_are_dvcs_own():
     other["outs"][0]["md5"] = "2" * 32 + ".dir"
     assert run_cache_entries({"stages": {"x": other}})["x"][0] == key  # same key
     assert run_cache_entries({"stages": {"x": other}})["x"][1] != value  # another entry
+
+
+# --- credentials inside the endpoint URL ---------------------------------------------------
+
+SECRET = "s3cr3tPW"
+
+
+def _dvc_project(path: Path, monkeypatch) -> Path:
+    """An empty DVC project as cwd, `dvc` on PATH (the venv's)."""
+    bindir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=path, check=True)
+    monkeypatch.chdir(path)
+    return path
+
+
+@pytest.mark.parametrize("action", ["check", "setup"])
+def test_remote_refuses_credentials_in_the_endpoint_and_writes_nothing(
+    action, tmp_path, monkeypatch, capsys
+):
+    from ragrig import cli, remote
+
+    project = _dvc_project(tmp_path, monkeypatch)
+    reached = []  # the bucket would answer: only the URL rule stands in the way
+    monkeypatch.setattr(remote, "preflight", lambda r, env=None: reached.append(r))
+    bad = f"storage.remote.endpoint_url=https://minio:{SECRET}@minio.lan:9000"
+    code = cli.main(["remote", action, *S3, bad])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "" and reached == [], (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        "ragrig: error: storage.remote.endpoint_url: credentials inside the URL are refused"
+    )
+    assert "https://***@minio.lan:9000" in lines[0] and "AWS_SECRET_ACCESS_KEY" in lines[0]
+    assert SECRET not in err and "minio:" not in err
+    assert not (project / ".dvc" / "config.local").exists()
+
+
+def test_remote_check_cli_refuses_a_secret_in_the_endpoint_in_one_line(tmp_path):
+    from ..conftest import project_env
+
+    dead = f"https://user:{SECRET}@127.0.0.1:9"  # nothing listens: the secret is the only issue
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragrig.cli", "remote", "check", *S3,
+         f"storage.remote.endpoint_url={dead}"],
+        cwd=PROJECT,
+        env=project_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and proc.stdout == "" and len(lines) == 1, proc.stderr[-2000:]
+    assert "storage.remote.endpoint_url: credentials inside the URL are refused" in lines[0]
+    assert SECRET not in proc.stderr
+
+
+def test_setup_and_messages_never_carry_userinfo_of_an_unvalidated_config(tmp_path, monkeypatch):
+    """Defence in depth: a RemoteConfig built without validation is refused by setup before
+    anything is written, and the paths messages print hide its credentials."""
+    from ragrig import remote
+
+    project = _dvc_project(tmp_path, monkeypatch)
+    raw = RemoteConfig.model_construct(
+        url="s3://bucket/prefix",
+        endpoint_url=f"https://user:{SECRET}@minio.lan:9000",
+        region=None,
+        profile=None,
+        connect_timeout_s=3.0,
+    )
+    assert SECRET not in raw.where and "https://***@minio.lan:9000" in raw.where
+    with pytest.raises(ConfigError, match="storage.remote.endpoint_url: credentials") as err:
+        remote.setup(project, raw)
+    assert SECRET not in str(err.value)
+    assert not (project / ".dvc" / "config.local").exists()

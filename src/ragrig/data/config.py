@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ragrig.config import NonEmptyStr, Section
+from ragrig.urls import no_credentials
 
 
 class Checksum(Section):
@@ -14,8 +15,15 @@ class Checksum(Section):
     value: str
 
 
+DownloadURL = no_credentials(
+    "dataset.download.url",
+    "the download takes no credentials: give a public URL, or put the files under "
+    "dataset.root yourself",
+)
+
+
 class Download(Section):
-    url: str
+    url: DownloadURL
     checksum: Checksum
     archive_root: str | None = Field(
         None, description="folder inside the archive that holds corpus/queries/qrels"

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ragrig.config import NonEmptyStr, Section
 from ragrig.generate.prompt import PROMPTS
+from ragrig.urls import no_credentials
 
 
 class _GenerateBase(Section):
@@ -115,11 +116,19 @@ class GenerateTorchGguf(_LocalGguf):
     )
 
 
+BaseURL = no_credentials(
+    "generate.base_url",
+    "put the API key in the environment variable generate.api_key_env names",
+)
+
+
 class GenerateOpenAIHttp(_ChatBase):
     """Any OpenAI-compatible chat-completions endpoint; needs the network unless it is local."""
 
     method: Literal["openai_http"] = "openai_http"
-    base_url: str = Field(description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1")
+    base_url: BaseURL = Field(
+        description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1"
+    )
     model: str
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
     max_tokens: int = Field(128, gt=0)

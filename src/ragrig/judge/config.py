@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from ragrig.config import NonEmptyStr, Section, Seed
+from ragrig.urls import no_credentials
 
 DEFAULT_MAX_TOKENS = 384
 
@@ -52,11 +53,19 @@ class _LLMJudgeBase(Section):
     seed: Seed = 0
 
 
+BaseURL = no_credentials(
+    "judge.llm.base_url",
+    "put the API key in the environment variable judge.llm.api_key_env names",
+)
+
+
 class LLMJudgeOpenAIHttp(_LLMJudgeBase):
     """Any OpenAI-compatible chat-completions endpoint (a hosted API, vLLM, llama.cpp server)."""
 
     backend: Literal["openai_http"] = "openai_http"
-    base_url: str = Field(description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1")
+    base_url: BaseURL = Field(
+        description="e.g. https://api.example.com/v1 or http://127.0.0.1:8080/v1"
+    )
     model: str
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
 

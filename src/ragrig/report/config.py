@@ -9,6 +9,8 @@ from pydantic import Field, model_validator
 
 from ragrig.config import NonEmptyStr, Section
 from ragrig.metrics.names import RESERVED_SLICE_NAMES
+from ragrig.report.stores import refuse_uri_credentials
+from ragrig.urls import AWS_ENV, no_credentials, url_type
 
 
 class Price(Section):
@@ -16,24 +18,32 @@ class Price(Section):
     output_per_mtok: float = Field(ge=0)
 
 
+# every URL of the store refuses credentials (ragrig.urls): they go in the environment
+TrackingURI = url_type(
+    lambda uri: refuse_uri_credentials(uri, "report.mlflow.tracking_uri"), optional=True
+)
+ArtifactLocation = no_credentials("report.mlflow.artifact_location", AWS_ENV, optional=True)
+S3EndpointURL = no_credentials("report.mlflow.s3_endpoint_url", AWS_ENV, optional=True)
+
+
 class MlflowConfig(Section):
     """Where the report's run is logged (conf/report/mlflow/: `local` sqlite, `team` PostgreSQL
     and S3). Not a dependency of any stage: changing the store reruns nothing."""
 
     enabled: bool = True
-    tracking_uri: str | None = Field(
+    tracking_uri: TrackingURI = Field(
         None,
         description="null: $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db; "
         "postgresql://user@host:port/db (password from the environment, never here), "
         "http://host:port (an mlflow server)",
     )
     experiment: str = "ragrig"
-    artifact_location: str | None = Field(
+    artifact_location: ArtifactLocation = Field(
         None,
         description="where a new experiment keeps its artifacts, e.g. s3://bucket/prefix; "
         "null: <project>/mlartifacts for sqlite, the server's default otherwise",
     )
-    s3_endpoint_url: str | None = Field(
+    s3_endpoint_url: S3EndpointURL = Field(
         None,
         description="S3-compatible endpoint of the artifacts (MLFLOW_S3_ENDPOINT_URL, which "
         "wins when set); null: $MLFLOW_S3_ENDPOINT_URL or AWS",

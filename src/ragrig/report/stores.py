@@ -19,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragrig.errors import ServiceError
+from ragrig.urls import redact as url_redact
+from ragrig.urls import refuse_credentials
 
 ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 ENV_PGPASSWORD = "PGPASSWORD"
@@ -38,6 +40,25 @@ def sqlalchemy_uri(uri: str) -> str:
     return uri
 
 
+def refuse_uri_credentials(uri: str, field: str, written_to: str = "params.yaml") -> str:
+    """The URL rule (ragrig.urls) for a tracking URI, saying where its credentials go: for
+    PostgreSQL the password in PGPASSWORD / a pgpass file (a role name alone may stay: it is
+    not a secret), for an MLflow server MLflow's own variables."""
+    if is_postgres(uri):
+        instead = (
+            "export PGPASSWORD (or use ~/.pgpass / PGPASSFILE, or name the variable holding "
+            "the password in report.mlflow.password_env); the user name may stay in the URI"
+        )
+        return refuse_credentials(uri, field, instead, written_to, allow_user=True)
+    if uri.startswith(("http://", "https://")):
+        instead = (
+            "set MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
+            "in the environment"
+        )
+        return refuse_credentials(uri, field, instead, written_to)
+    return refuse_credentials(uri, field, "give credentials through the environment", written_to)
+
+
 def uri_password(uri: str) -> str | None:
     """The password written into a URI (`scheme://user:secret@host`), else None."""
     try:
@@ -47,9 +68,9 @@ def uri_password(uri: str) -> str | None:
 
 
 def redact(uri: str) -> str:
-    """The URI with any password replaced by `***` (for messages)."""
-    secret = uri_password(uri)
-    return uri.replace(f":{secret}@", ":***@", 1) if secret else uri
+    """The URI as a message shows it (ragrig.urls.redact): a password and secret-looking
+    parameters replaced by `***`; a PostgreSQL role name kept, any other user part hidden."""
+    return url_redact(uri, keep_user=is_postgres(uri))
 
 
 @dataclass(frozen=True)
@@ -185,7 +206,7 @@ def check_s3(location: str, timeout_s: int = 5) -> None:
     parts = urlsplit(location)
     bucket = parts.netloc
     endpoint = os.environ.get(ENV_S3_ENDPOINT) or None
-    where = endpoint or "AWS S3"
+    where = url_redact(endpoint) if endpoint else "AWS S3"
     client = boto3.client(
         "s3",
         endpoint_url=endpoint,
@@ -193,7 +214,7 @@ def check_s3(location: str, timeout_s: int = 5) -> None:
             connect_timeout=timeout_s, read_timeout=timeout_s, retries={"max_attempts": 1}
         ),
     )
-    head = f"MLflow artifact location {location} ({where})"
+    head = f"MLflow artifact location {url_redact(location)} ({where})"
     try:
         client.head_bucket(Bucket=bucket)
     except NoCredentialsError:

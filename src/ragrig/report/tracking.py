@@ -29,17 +29,22 @@ from ragrig.report.mlflow_run import (
 )
 
 ENV_URI = "RAGRIG_MLFLOW_URI"
+# where a URI from $RAGRIG_MLFLOW_URI ends up besides messages (`make ui`)
+ENV_WRITTEN_TO = "the mlflow server's command line and .ragrig/mlflow_server.json"
 
 
 def tracking_uri(configured: str | None, cwd: Path) -> str:
     """Configured URI, else $RAGRIG_MLFLOW_URI, else sqlite:///<project>/mlflow.db (absolute).
-    A PostgreSQL URI gets its driver named (postgresql+psycopg2://)."""
-    from ragrig.report.stores import sqlalchemy_uri
+    A PostgreSQL URI gets its driver named (postgresql+psycopg2://). A URI holding credentials
+    is refused, from either (ConfigError, one line): the URI reaches messages, the mlflow
+    server's command line and .ragrig/mlflow_server.json."""
+    from ragrig.report.stores import refuse_uri_credentials, sqlalchemy_uri
 
     if configured:
-        return sqlalchemy_uri(configured)
+        return sqlalchemy_uri(refuse_uri_credentials(configured, "report.mlflow.tracking_uri"))
     if os.environ.get(ENV_URI):
-        return sqlalchemy_uri(os.environ[ENV_URI])
+        env_uri = refuse_uri_credentials(os.environ[ENV_URI], ENV_URI, ENV_WRITTEN_TO)
+        return sqlalchemy_uri(env_uri)
     return f"sqlite:///{project_root(cwd) / 'mlflow.db'}"
 
 

@@ -34,6 +34,7 @@ def _stages(text: str, project: Path) -> frozenset[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ragrig.report.stores import redact
     from ragrig.sweep.engine import sweep
     from ragrig.sweep.prepare import prepare
 
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["prepare"]:
             # accepts `dvc exp run` arguments as they are: the `-S k=v` overrides are checked
             uri = prepare(project, [a for a in args[1:] if "=" in a and not a.startswith("-")])
-            print(f"ready: dvc.lock checked, MLflow store {uri or '(disabled)'}")
+            shown = redact(uri) if uri else "(disabled)"
+            print(f"ready: dvc.lock checked, MLflow store {shown}")
             return 0
         queue = args[:1] == ["queue"]
         p = argparse.ArgumentParser(
