@@ -15,7 +15,13 @@ def main() -> None:
     stage.apply_threads(threads)
     stage.apply_seed(seed)
 
-    from ragrig.generate import assemble_contexts, generate_all, make_generator, sample_queries
+    from ragrig.generate import (
+        assemble_contexts,
+        generate_all,
+        make_generator,
+        note_counts,
+        sample_queries,
+    )
     from ragrig.io import atomic_dir, read_table, write_json, write_table
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
@@ -37,14 +43,18 @@ def main() -> None:
         consistency_samples=getattr(cfg, "consistency_samples", 0),
         consistency_temperature=getattr(cfg, "consistency_temperature", 0.7),
         seed=seed,
+        max_answer_chars=cfg.max_answer_chars,
     )
     status = gens["status"].value_counts().sort_index().to_dict()
+    notes = {k: n for k, n in note_counts(gens).items() if n}
     with atomic_dir(args.out) as out:
         write_table(gens, out / "generations.parquet", "generations")
         write_json(
-            out / "manifest.json", {"method": cfg.method, "sampled": len(qids), "status": status}
+            out / "manifest.json",
+            {"method": cfg.method, "sampled": len(qids), "status": status, "notes": notes},
         )
-    print(f"generate: {len(gens)} answers, status {status}")
+    repaired = f", repaired {notes}" if notes else ""
+    print(f"generate: {len(gens)} answers, status {status}{repaired}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,25 @@
-"""Atomic file and folder writes, and table I/O with schema validation."""
+"""Atomic file and folder writes, table I/O with schema validation, and reading the lines of an
+input file (UTF-8, gzip, a byte-order mark) with file:line errors."""
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ragrig.errors import DataValidationError
 from ragrig.schemas import validate
+
+BOM = b"\xef\xbb\xbf"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -88,3 +94,35 @@ def read_table(path: Path, schema: str) -> pd.DataFrame:
     df = pd.read_parquet(path)
     validate(df, schema)
     return df
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) of a UTF-8 file, `.gz` decompressed on the fly.
+
+    A leading UTF-8 byte-order mark is dropped. A missing file, a byte that is not UTF-8 (named
+    with its byte offset) or a truncated / corrupt gzip raises naming the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataValidationError(f"file not found: {path}")
+    gz = path.suffix == ".gz"
+    lineno = 0
+    offset = 0  # byte offset of the current line (in the decompressed stream for .gz)
+    try:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                body = raw[len(BOM) :] if lineno == 1 and raw.startswith(BOM) else raw
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    at = offset + (len(raw) - len(body)) + exc.start
+                    where = "uncompressed byte offset" if gz else "byte offset"
+                    raise DataValidationError(
+                        f"{path}:{lineno}: not valid UTF-8 "
+                        f"(byte 0x{body[exc.start]:02x} at {where} {at})"
+                    ) from exc
+                offset += len(raw)
+                yield lineno, text
+    except (EOFError, OSError, zlib.error) as exc:
+        what = "truncated or corrupt gzip" if gz else "unreadable"
+        raise DataValidationError(f"{path}:{lineno + 1}: {what} ({exc})") from exc

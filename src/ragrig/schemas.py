@@ -15,6 +15,9 @@ class Schema:
     unique: tuple[str, ...] = ()
 
 
+# Statuses of a generations row with no answer: a failed call, or a call past its deadline.
+GENERATION_FAILED = ("error", "timeout")
+
 SCHEMAS: dict[str, Schema] = {
     "documents": Schema(
         {

@@ -157,7 +157,8 @@ def test_timeout_is_counted_as_timeout_without_retry(server, tmp_path):
     before = hits["slow"]
     out = _judge(url, "slow", tmp_path, timeout_s=0.3, retries=3).judge(QUESTION, ANSWER, CONTEXT)
     assert out.status == "timeout" and out.verdict is None and out.attempts == 1
-    assert out.error.startswith("TimeoutError: no answer from") and "within 0.3 s" in out.error
+    assert out.error.startswith("CallTimeout: no complete answer from")
+    assert "within 0.3 s" in out.error
     assert hits["slow"] == before + 1
     assert not (tmp_path / "cache").exists()  # nothing paid, nothing cached
 

@@ -64,7 +64,9 @@ LOOKS_DOWN_TO = {
     "retrieve": {"index"},
     "report": {"metrics"},
     "calibrate": {"judge", "metrics"},  # runs the judges against human labels
-    "judge": {"generate"},
+    # the chat-completion client and redaction shared by the generate and judge backends
+    "generate": {"llm"},
+    "judge": {"generate", "llm"},
     # the training split's queries, BM25-mined negatives and passage text (ragrig.train_split),
     # shared by the reranker's and the bi-encoder's training
     "train_split": {"data", "index", "parse"},

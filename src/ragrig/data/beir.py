@@ -9,20 +9,17 @@ qrels grade is ASCII digits with an optional sign ("1_0" or a full-width "２" i
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import sys
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ragrig.errors import DataValidationError
+from ragrig.io import BOM, iter_lines  # noqa: F401  (re-exported: the readers of every input)
 from ragrig.text import replace_surrogates_in, strict_int, surrogate_warning
-
-BOM = b"\xef\xbb\xbf"
 
 # What to do with a document whose title and text are both blank (see conf/parse/beir.yaml).
 EmptyTextPolicy = Literal["error", "skip", "keep"]
@@ -56,38 +53,6 @@ class BeirDataset:
         return tuple(
             q for q in sorted(self.qrels) if not any(r > 0 for r in self.qrels[q].values())
         )
-
-
-def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text) of a UTF-8 file, `.gz` decompressed on the fly.
-
-    A leading UTF-8 byte-order mark is dropped. A missing file, a byte that is not UTF-8 (named
-    with its byte offset) or a truncated / corrupt gzip raises naming the file and line.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise DataValidationError(f"file not found: {path}")
-    gz = path.suffix == ".gz"
-    lineno = 0
-    offset = 0  # byte offset of the current line (in the decompressed stream for .gz)
-    try:
-        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                body = raw[len(BOM) :] if lineno == 1 and raw.startswith(BOM) else raw
-                try:
-                    text = body.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    at = offset + (len(raw) - len(body)) + exc.start
-                    where = "uncompressed byte offset" if gz else "byte offset"
-                    raise DataValidationError(
-                        f"{path}:{lineno}: not valid UTF-8 "
-                        f"(byte 0x{body[exc.start]:02x} at {where} {at})"
-                    ) from exc
-                offset += len(raw)
-                yield lineno, text
-    except (EOFError, OSError, zlib.error) as exc:
-        what = "truncated or corrupt gzip" if gz else "unreadable"
-        raise DataValidationError(f"{path}:{lineno + 1}: {what} ({exc})") from exc
 
 
 def find_corpus(root: Path) -> Path:

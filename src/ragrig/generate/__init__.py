@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
+
+# every model output and error passes through redact before it is stored
+from ragrig.llm.redact import REDACTED, redact  # noqa: F401  (REDACTED: re-exported)
+from ragrig.schemas import GENERATION_FAILED
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,9 @@ class Generation:
     # wall seconds a batching backend attributes to this answer (its own prompt pass plus its
     # share of the batch's decoding); None: the call's own time is the answer's
     seconds: float | None = None
+    # what was repaired in the answer on its way in ("usage invalid: ...", "2 lone surrogates
+    # replaced ..."): stored in the row's `error` (the answer stays ok) and counted
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,32 +108,39 @@ def citations(answer: str, n_passages: int) -> list[int]:
     return seen
 
 
-REDACTED = "[REDACTED]"
-_SECRET_PATTERNS = (
-    # an Authorization header or field, whatever its scheme: `Authorization: Bearer x`,
-    # `"authorization": "x"`, `authorization=x`
-    re.compile(
-        r"(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)"
-        r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;}&]+",
-        re.IGNORECASE,
-    ),
-    re.compile(r"(\bbearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE),
-    # api_key / api-key / apikey / x-api-key as a field, header or query parameter
-    re.compile(r"(\b(?:x-)?api[_-]?key\b[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}&]+", re.IGNORECASE),
-    # OpenAI-style secret keys: sk-..., sk-proj-...
-    re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
-)
+# Notes on an answer that stays ok, stored in its `error` column, each counted by note_counts.
+TRUNCATED = "truncated"
+NOTE_KINDS = (TRUNCATED, "usage invalid", "lone surrogates")
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with each exact secret value, and anything shaped like an Authorization value, an
-    api_key value or an `sk-` key, replaced by [REDACTED]. Applied to every error that is stored
-    or raised, so a server echoing the request cannot put the key into outputs or caches."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(rf"\g<1>{REDACTED}", text)
-    return text
+def note_counts(gens: pd.DataFrame) -> dict[str, int]:
+    """How many answers (status not in GENERATION_FAILED) carry each note of NOTE_KINDS in `error`."""
+    answered = (
+        gens.loc[~gens["status"].isin(GENERATION_FAILED), "error"].astype(str) if len(gens) else []
+    )
+    return {
+        kind: int(sum(any(p.startswith(kind) for p in e.split("; ")) for e in answered))
+        for kind in NOTE_KINDS
+    }
+
+
+def _output(text: str, secrets: tuple[str, ...], max_chars: int) -> tuple[str, list[str]]:
+    """A model's answer as stored: lone surrogates replaced, secrets redacted, stripped and cut
+    at `max_chars`; the notes saying what was done."""
+    from ragrig.text import replace_surrogates
+
+    notes = []
+    text, n = replace_surrogates(text)
+    if n:
+        notes.append(f"lone surrogates: {n} replaced by U+FFFD")
+    text = redact(text, secrets).strip()
+    if len(text) > max_chars:
+        notes.append(
+            f"{TRUNCATED}: answer of {len(text):,} characters cut at {max_chars:,} "
+            "(generate.max_answer_chars)"
+        )
+        text = text[:max_chars]
+    return text, notes
 
 
 def _answer(generator: Generator, requests: list[Request]) -> list[tuple[Any, float, float]]:
@@ -184,6 +197,7 @@ def generate_all(
     consistency_samples: int = 0,
     consistency_temperature: float = 0.7,
     seed: int = 0,
+    max_answer_chars: int = 20_000,
 ) -> pd.DataFrame:
     """One row per query; a failure becomes status 'error' with its message, never a dropped row.
 
@@ -194,6 +208,10 @@ def generate_all(
     `consistency_samples` n > 0, each answered query gets n more answers at
     `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON list `samples` (a
     failed sample is null there and named in `error`; the answer stays ok).
+
+    Every answer, sample and error is stored with the generator's `secrets` and anything shaped
+    like a key redacted (ragrig.llm.redact), lone surrogates replaced, and an answer longer than
+    `max_answer_chars` cut there; each repair is a note in `error` (note_counts counts them).
     """
     from ragrig.progress import bar
 
@@ -223,16 +241,19 @@ def generate_all(
                     "cpu_s": cpu,
                     "samples": "[]",
                 }
-                if isinstance(gen, Exception):  # counted as status=error, never hidden
+                if isinstance(gen, Exception):  # counted as status error/timeout, never hidden
                     row.update(
-                        status="error", error=redact(f"{type(gen).__name__}: {gen}", secrets)
+                        status="timeout" if isinstance(gen, TimeoutError) else "error",
+                        error=redact(f"{type(gen).__name__}: {gen}", secrets),
                     )
                 else:
+                    answer, notes = _output(gen.text, secrets, max_answer_chars)
                     row.update(
-                        answer=gen.text.strip(),
+                        answer=answer,
                         prompt_tokens=int(gen.prompt_tokens),
                         completion_tokens=int(gen.completion_tokens),
-                        citations=json.dumps(citations(gen.text, len(passages[qid]))),
+                        citations=json.dumps(citations(answer, len(passages[qid]))),
+                        error=redact("; ".join([*gen.notes, *notes]), secrets),
                     )
                     if not row["answer"]:
                         row["status"] = "empty"
@@ -240,13 +261,14 @@ def generate_all(
             if consistency_samples:
                 _add_samples(
                     generator,
-                    [r for r in done if r["status"] != "error"],
+                    [r for r in done if r["status"] not in GENERATION_FAILED],
                     queries,
                     passages,
                     consistency_samples,
                     consistency_temperature,
                     seed,
                     secrets,
+                    max_answer_chars,
                 )
             rows.extend(done)
             b.update(len(chunk))
@@ -262,6 +284,7 @@ def _add_samples(
     temperature: float,
     seed: int,
     secrets: tuple[str, ...],
+    max_chars: int,
 ) -> None:
     """Each row's n sampled answers (sample i seeded seed + i) into `samples` (None for a failed
     one, named in `error`)."""
@@ -279,7 +302,9 @@ def _add_samples(
                 out.append(None)
                 failures.append(f"sample {i}: {type(gen).__name__}: {gen}")
             else:
-                out.append(gen.text.strip())
+                out.append(_output(gen.text, secrets, max_chars)[0])
         row["samples"] = json.dumps(out, ensure_ascii=False)
         if failures:
-            row["error"] = redact("; ".join(failures), secrets)
+            row["error"] = "; ".join(
+                e for e in (row["error"], redact("; ".join(failures), secrets)) if e
+            )

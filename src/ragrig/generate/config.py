@@ -17,6 +17,12 @@ class _GenerateBase(Section):
     )
     n_passages: int = Field(3, gt=0, description="passages placed in the context")
     max_passage_chars: int = Field(1200, gt=0)
+    max_answer_chars: int = Field(
+        20_000,
+        gt=0,
+        le=10_000_000,
+        description="an answer longer than this is cut here and counted as truncated",
+    )
 
 
 class _ChatBase(_GenerateBase):
@@ -133,7 +139,27 @@ class GenerateOpenAIHttp(_ChatBase):
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
     max_tokens: int = Field(128, gt=0)
     temperature: float = Field(0.0, ge=0)
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="overall deadline of one call: connecting, headers and the whole body; a "
+        "call past it is status timeout",
+    )
+    retries: int = Field(
+        2, ge=0, le=10, description="HTTP 5xx, 429 or a failed connection: tries after the first"
+    )
+    backoff_s: float = Field(1.0, ge=0, le=600, description="first retry wait, doubled each try")
+    max_retry_wait_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
+        "error at once",
+    )
+    max_response_bytes: int = Field(
+        4_000_000, gt=0, le=1_000_000_000, description="a larger response body is refused"
+    )
 
 
 GenerateConfig = Annotated[

@@ -1,17 +1,29 @@
 """Chat generator for any OpenAI-compatible HTTP endpoint (a hosted API, vLLM, llama.cpp server).
 
 The API key is read from the environment variable the config names, never from params.yaml.
+Each call is bounded by ragrig.llm.http (an overall deadline, a body ceiling, no redirect to
+another host); HTTP 5xx, a failed connection and 429 are retried `retries` times with
+exponential backoff, a 429's Retry-After honoured when it fits in `max_retry_wait_s`.
 """
 
 from __future__ import annotations
 
-import os
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from ragrig.generate import Generation, redact
+from ragrig.generate import Generation
 from ragrig.generate.prompt import chat_messages, read_completion
-
-BODY_CHARS = 300  # of an error response kept in the message, after redaction
+from ragrig.llm.http import (
+    BODY_CHARS,  # noqa: F401  (re-exported for callers that cut error bodies)
+    CallTimeout,
+    Reply,
+    api_headers,
+    http_failure,
+    post_chat,
+    retry_delay,
+)
 
 
 class OpenAIHttpGenerator:
@@ -26,6 +38,11 @@ class OpenAIHttpGenerator:
         seed: int = 0,
         timeout_s: float = 60.0,
         prompt: str = "answer",
+        retries: int = 2,
+        backoff_s: float = 1.0,
+        max_retry_wait_s: float = 60.0,
+        max_response_bytes: int = 4_000_000,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model_name = model
@@ -35,8 +52,13 @@ class OpenAIHttpGenerator:
         self.seed = seed
         self.timeout_s = timeout_s
         self.prompt = prompt
-        # secrets: values removed from every error message this generator raises or
-        # generate_all stores
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_retry_wait_s = max_retry_wait_s
+        self.max_response_bytes = max_response_bytes
+        self.sleep = sleep
+        self.calls = 0  # requests sent, retries included
+        # secrets: values removed from every answer, sample and error generate_all stores
         self.headers, self.secrets = api_headers(api_key_env, "generate.api_key_env")
 
     @classmethod
@@ -51,10 +73,37 @@ class OpenAIHttpGenerator:
             seed,
             cfg.timeout_s,
             cfg.prompt,
+            cfg.retries,
+            cfg.backoff_s,
+            cfg.max_retry_wait_s,
+            cfg.max_response_bytes,
         )
 
-    def _failure(self, what: str, body: str) -> RuntimeError:
-        return http_failure(self.url, what, body, self.secrets)
+    def _post(self, body: dict[str, Any]) -> Reply:
+        attempt = 0
+        while True:
+            attempt += 1
+            self.calls += 1
+            try:
+                return post_chat(
+                    self.url,
+                    body,
+                    self.headers,
+                    self.timeout_s,
+                    self.secrets,
+                    self.max_response_bytes,
+                )
+            except CallTimeout:
+                raise
+            except Exception as exc:
+                wait = retry_delay(
+                    exc, attempt, self.retries, self.backoff_s, self.max_retry_wait_s
+                )
+                if wait is None:
+                    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+                    # a plain RuntimeError row; the message names the URL, secrets redacted
+                    raise RuntimeError(f"{exc}{tries}") from None
+                self.sleep(wait)
 
     def generate(
         self,
@@ -72,83 +121,14 @@ class OpenAIHttpGenerator:
             "temperature": self.temperature if temperature is None else temperature,
             "seed": self.seed if seed is None else seed,
         }
+        reply = self._post(body)
         try:
-            response, text = post_chat(self.url, body, self.headers, self.timeout_s, self.secrets)
-        except (TransientHTTPError, MalformedResponse) as exc:
-            # the generator does not retry: every such failure is a plain RuntimeError row
-            raise RuntimeError(str(exc)) from None
-        try:
-            return read_completion(response)
+            gen = read_completion(reply.data)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise self._failure("returned a malformed completion", text) from None
-
-
-def api_headers(api_key_env: str | None, where: str) -> tuple[dict[str, str], tuple[str, ...]]:
-    """JSON headers, with a bearer key read from the environment variable `api_key_env` (never
-    from params.yaml), and the secrets to redact; a ConfigError naming `where` if it is unset."""
-    headers = {"Content-Type": "application/json"}
-    if not api_key_env:
-        return headers, ()
-    key = os.environ.get(api_key_env)
-    if not key:
-        from ragrig.errors import ConfigError
-
-        raise ConfigError(f"{where} names {api_key_env!r}, which is not set")
-    headers["Authorization"] = f"Bearer {key}"
-    return headers, (key,)
-
-
-class TransientHTTPError(RuntimeError):
-    """HTTP 5xx or a failed connection: worth retrying (the LLM judge does, with backoff)."""
-
-
-class MalformedResponse(RuntimeError):
-    """HTTP 200 whose body is not a JSON object."""
-
-
-def http_failure(
-    url: str, what: str, body: str, secrets: tuple[str, ...], cls: type = RuntimeError
-) -> RuntimeError:
-    """An error naming the URL and the start of the response, secrets redacted first."""
-    snippet = redact(body, secrets)[:BODY_CHARS]
-    return cls(redact(f"{url} {what}: {snippet}", secrets))
-
-
-def post_chat(
-    url: str,
-    body: dict[str, Any],
-    headers: dict[str, str],
-    timeout_s: float,
-    secrets: tuple[str, ...] = (),
-) -> tuple[dict[str, Any], str]:
-    """POST one chat-completions request; return (parsed JSON body, raw text).
-
-    Raises TimeoutError (no answer within `timeout_s`), TransientHTTPError (HTTP 5xx or a
-    failed connection), MalformedResponse (HTTP 200 that is not a JSON object) or RuntimeError
-    (any other status); every message names the URL, with secrets redacted."""
-    import requests
-
-    try:
-        resp = requests.post(url, json=body, headers=headers, timeout=timeout_s)
-    except requests.Timeout as exc:
-        raise TimeoutError(f"no answer from {url} within {timeout_s:g} s") from exc
-    except requests.RequestException as exc:
-        # from None: the original exception may carry the request and its headers
-        raise http_failure(
-            url, "request failed", f"{type(exc).__name__}: {exc}", secrets, TransientHTTPError
-        ) from None
-    if resp.status_code >= 500:
-        raise http_failure(
-            url, f"answered HTTP {resp.status_code}", resp.text, secrets, TransientHTTPError
-        )
-    if resp.status_code != 200:
-        raise http_failure(url, f"answered HTTP {resp.status_code}", resp.text, secrets)
-    try:
-        parsed = resp.json()
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise http_failure(
-            url, "returned a malformed completion", resp.text, secrets, MalformedResponse
-        )
-    return parsed, resp.text
+            raise http_failure(
+                self.url, "returned a malformed completion", reply.text, self.secrets
+            ) from None
+        if reply.repaired:
+            note = f"lone surrogates: {reply.repaired} replaced by U+FFFD"
+            gen = replace(gen, notes=(*gen.notes, note))
+        return gen

@@ -79,10 +79,21 @@ def chat_messages(
 
 
 def read_completion(response: dict[str, Any]) -> Generation:
-    """Answer text and token usage of a chat-completions response (no usage counts as 0);
-    a response without choices raises KeyError, IndexError or TypeError."""
+    """Answer text and token usage of a chat-completions response (no usage counts as 0; a
+    usage that is not a pair of counts counts as 0 too, named in `notes`); a response without
+    choices raises KeyError, IndexError or TypeError, content that is not text a TypeError."""
+    from ragrig.llm.http import usage_counts
+
     text = response["choices"][0]["message"].get("content") or ""
-    usage = response.get("usage") or {}
+    if not isinstance(text, str):
+        raise TypeError(f"message content is {type(text).__name__}, not text")
+    prompt_tokens, completion_tokens, problem = usage_counts(response.get("usage"))
     return Generation(
-        text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        text,
+        prompt_tokens,
+        completion_tokens,
+        notes=(f"{USAGE_INVALID}: {problem}",) if problem else (),
     )
+
+
+USAGE_INVALID = "usage invalid"

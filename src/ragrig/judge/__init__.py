@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from ragrig.schemas import GENERATION_FAILED
+
 
 class InvalidVerdict(ValueError):
     """A verdict whose supported/unsupported claims do not partition the extracted claims."""
@@ -224,7 +226,7 @@ def judge_all(
         items = [
             (queries[g.qid], g.answer, json.loads(g.contexts))
             for g in generations.itertuples(index=False)
-            if g.status != "error"
+            if g.status not in GENERATION_FAILED
         ]
         t0, c0 = time.perf_counter(), time.process_time()
         # a failure here is not lost: each answer then calls the model alone and records it
@@ -235,12 +237,12 @@ def judge_all(
             shared_cpu = (time.process_time() - c0) / len(items)
     answers = generations.itertuples(index=False)
     for g in track(answers, "judge", "answers", len(generations)) if progress else answers:
-        if g.status == "error":
+        if g.status in GENERATION_FAILED:
             rows.append(
                 _Row(
                     g.qid,
                     "skipped",
-                    error="generation failed",
+                    error=f"generation {g.status}",
                     llm_status="skipped" if llm is not None else "disabled",
                     judge_model=model,
                 )

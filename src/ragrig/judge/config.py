@@ -36,9 +36,15 @@ class FaithfulnessWeights(Section):
 
 
 class _LLMJudgeBase(Section):
-    timeout_s: float = Field(60.0, gt=0, description="per call; a call past it is `timeout`")
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="overall deadline of one call (connecting, headers, the whole body); a call "
+        "past it is `timeout`",
+    )
     retries: int = Field(
-        2, ge=0, le=10, description="extra attempts after HTTP 5xx or a failed connection"
+        2, ge=0, le=10, description="extra attempts after HTTP 5xx, 429 or a failed connection"
     )
     backoff_s: float = Field(
         1.0, ge=0, description="wait before retry i (from 0): backoff_s * 2**i seconds"
@@ -68,6 +74,16 @@ class LLMJudgeOpenAIHttp(_LLMJudgeBase):
     )
     model: str
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    max_retry_wait_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
+        "error at once",
+    )
+    max_response_bytes: int = Field(
+        1_000_000, gt=0, le=1_000_000_000, description="a larger response body is refused"
+    )
 
 
 class LLMJudgeLlamaCpp(_LLMJudgeBase):

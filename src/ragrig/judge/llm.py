@@ -4,7 +4,10 @@ Backends are those of the generate stage: an OpenAI-compatible endpoint (`openai
 GGUF model in-process through xllamacpp (`llama_cpp`). The request carries a JSON schema
 (`response_format`), and the reply is validated again with pydantic (types, ranges, required
 fields): a reply that is not JSON or breaks the schema is `invalid`, a call past `timeout_s` is
-`timeout`, HTTP 5xx or a failed connection is retried with exponential backoff and then `error`.
+`timeout` (for HTTP, an overall deadline: ragrig.llm.http), HTTP 5xx, 429 or a failed connection
+is retried with exponential backoff (a 429's Retry-After honoured within `max_retry_wait_s`) and
+then `error`. Every reply has its secrets redacted and lone surrogates replaced before it is
+cached, parsed or stored.
 None of these is ever averaged as 0: the composite leaves the LLM part out (ragrig.judge.composite).
 
 Completed exchanges are cached on disk by content hash (model, messages, schema, sampling
@@ -23,7 +26,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from ragrig.generate import redact
+from ragrig.llm.http import TransientHTTPError, retry_delay, usage_counts
+from ragrig.llm.redact import redact
 
 OK, ERROR, TIMEOUT, INVALID = "ok", "error", "timeout", "invalid"
 CACHE_VERSION = 1
@@ -128,11 +132,19 @@ def judge_messages(question: str, answer: str, contexts: list[str]) -> list[dict
 def parse_verdict(content: str) -> LLMVerdict:
     """The reply's JSON (a surrounding ``` fence tolerated) validated against LLMVerdict;
     ValueError (json.JSONDecodeError or pydantic's ValidationError) when it is not one."""
+    return _parse_verdict(content)[0]
+
+
+def _parse_verdict(content: str) -> tuple[LLMVerdict, int]:
+    """parse_verdict, and how many lone surrogates (JSON escapes such as \\ud83d) its strings
+    held, each replaced by U+FFFD."""
+    from ragrig.llm.http import clean_strings
+
     text = content.strip()
     if text.startswith("```") and text.endswith("```"):
         text = text[3:-3].removeprefix("json").strip()
-    data = json.loads(text)
-    return LLMVerdict.model_validate(data)
+    data, repaired = clean_strings(json.loads(text))
+    return LLMVerdict.model_validate(data), repaired
 
 
 def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
@@ -147,8 +159,13 @@ def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-class TransientError(RuntimeError):
-    """A failure worth retrying (HTTP 5xx, a failed connection)."""
+class TransientError(TransientHTTPError):
+    """A failure worth retrying (HTTP 5xx, 429, a failed connection); `retry_after` the wait the
+    server asked for, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class MalformedReply(RuntimeError):
@@ -171,6 +188,7 @@ class LLMJudge:
         seed: int = 0,
         retries: int = 2,
         backoff_s: float = 1.0,
+        max_retry_wait_s: float = 60.0,
         secrets: tuple[str, ...] = (),
         extra_body: dict[str, Any] | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -181,6 +199,7 @@ class LLMJudge:
         self.params = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
         self.retries = retries
         self.backoff_s = backoff_s
+        self.max_retry_wait_s = max_retry_wait_s
         self.secrets = secrets
         self.extra_body = dict(extra_body or {})
         self.sleep = sleep
@@ -243,22 +262,39 @@ class LLMJudge:
             except MalformedReply as exc:
                 return self._failed(INVALID, exc, attempts, t0)
             except TransientError as exc:
-                if attempts > self.retries:
-                    return self._failed(ERROR, exc, attempts, t0, f" (after {attempts} attempts)")
-                self.sleep(self.backoff_s * 2 ** (attempts - 1))
+                wait = retry_delay(
+                    exc, attempts, self.retries, self.backoff_s, self.max_retry_wait_s
+                )
+                if wait is None:
+                    asked = exc.retry_after
+                    why = (
+                        f" (Retry-After {asked:g} s is past max_retry_wait_s "
+                        f"{self.max_retry_wait_s:g})"
+                        if asked is not None and asked > self.max_retry_wait_s
+                        else f" (after {attempts} attempts)"
+                    )
+                    return self._failed(ERROR, exc, attempts, t0, why)
+                self.sleep(wait)
             except Exception as exc:  # counted as error, never raised past the judge
                 return self._failed(ERROR, exc, attempts, t0)
+        from ragrig.text import replace_surrogates
+
         try:
             choice = response["choices"][0]
             content = choice["message"].get("content") or ""
+            if not isinstance(content, str):
+                raise TypeError(f"content is {type(content).__name__}, not text")
             finish = choice.get("finish_reason")
-            usage = response.get("usage") or {}
-            prompt_tokens = int(usage.get("prompt_tokens", 0))
-            completion_tokens = int(usage.get("completion_tokens", 0))
+            prompt_tokens, completion_tokens, usage_problem = usage_counts(response.get("usage"))
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
             return self._failed(
                 INVALID, MalformedReply(f"not a chat completion: {exc!r}"), attempts, t0
             )
+        # a reply that repeats the key never reaches the cache, the table or MLflow
+        content, repaired = replace_surrogates(redact(content, self.secrets))
+        notes = [f"usage invalid: {usage_problem}"] if usage_problem else []
+        if repaired:
+            notes.append(f"lone surrogates: {repaired} replaced by U+FFFD")
         # paid for: kept whether the reply validates or not, so a rerun never pays for it again
         self._write_cache(
             key,
@@ -271,7 +307,7 @@ class LLMJudge:
             },
         )
         return self._judgment(
-            content, prompt_tokens, completion_tokens, False, attempts, t0, finish
+            content, prompt_tokens, completion_tokens, False, attempts, t0, finish, notes
         )
 
     def _failed(
@@ -293,6 +329,7 @@ class LLMJudge:
         attempts: int,
         t0: tuple,
         finish: str | None,
+        notes: list[str] | None = None,
     ) -> LLMJudgment:
         common = {
             "prompt_tokens": prompt_tokens,
@@ -301,7 +338,7 @@ class LLMJudge:
             "attempts": attempts,
         }
         try:
-            verdict = parse_verdict(content)
+            verdict, escaped = _parse_verdict(content)
         except (ValueError, ValidationError) as exc:
             why = (
                 "reply is not JSON"
@@ -316,7 +353,10 @@ class LLMJudge:
                 **_elapsed(t0),
                 **common,
             )
-        return LLMJudgment(OK, verdict, **_elapsed(t0), **common)
+        notes = list(notes or ())
+        if escaped:
+            notes.append(f"lone surrogates: {escaped} replaced by U+FFFD")
+        return LLMJudgment(OK, verdict, error="; ".join(notes), **_elapsed(t0), **common)
 
 
 def _elapsed(t0: tuple[float, float, float, Any]) -> dict[str, float]:
@@ -334,24 +374,19 @@ def _remote_cpu(transport: Any) -> float:
 
 
 def _http_transport(cfg: Any) -> tuple[Transport, tuple[str, ...]]:
-    from ragrig.generate.openai_http import (
-        MalformedResponse,
-        TransientHTTPError,
-        api_headers,
-        post_chat,
-    )
+    from ragrig.llm.http import MalformedResponse, api_headers, post_chat
 
     url = cfg.base_url.rstrip("/") + "/chat/completions"
     headers, secrets = api_headers(cfg.api_key_env, "judge.llm.api_key_env")
 
     def send(body: dict[str, Any]) -> dict[str, Any]:
         try:
-            response, _ = post_chat(url, body, headers, cfg.timeout_s, secrets)
+            reply = post_chat(url, body, headers, cfg.timeout_s, secrets, cfg.max_response_bytes)
         except TransientHTTPError as exc:
-            raise TransientError(str(exc)) from None
+            raise TransientError(str(exc), exc.retry_after) from None
         except MalformedResponse as exc:
             raise MalformedReply(str(exc)) from None
-        return response
+        return reply.data
 
     return send, secrets
 
@@ -409,7 +444,7 @@ def make_llm_judge(cfg: Any) -> LLMJudge:
     }
     if cfg.backend == "openai_http":
         send, secrets = _http_transport(cfg)
-        return LLMJudge(send, secrets=secrets, **common)
+        return LLMJudge(send, secrets=secrets, max_retry_wait_s=cfg.max_retry_wait_s, **common)
     if cfg.backend == "llama_cpp":
         # a cached prompt prefix would make a reply depend on the call before it
         return LLMJudge(_LlamaTransport(cfg), extra_body={"cache_prompt": False}, **common)

@@ -88,7 +88,7 @@ def write_trec_qrels(qrels: pd.DataFrame, path: Path) -> None:
 def _lines(path: Path, n_fields: int, kind: str, layout: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of each non-blank line; a line with another field count, or a byte
     that is not UTF-8, raises naming file and line."""
-    from ragrig.data.beir import iter_lines
+    from ragrig.io import iter_lines
 
     for n, line in iter_lines(Path(path)):
         if not line.strip():

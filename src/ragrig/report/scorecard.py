@@ -32,6 +32,7 @@ from ragrig.metrics import relevance as rel
 from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
 from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
+from ragrig.schemas import GENERATION_FAILED
 
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
@@ -185,7 +186,7 @@ def scorecard_tables(
         # correctness
         correctness: float | None = None
         verdict = expected = ""
-        if g["status"] == "error":
+        if g["status"] in GENERATION_FAILED:
             sources["generation_error"] += 1
         else:
             ref = q.get(cfg.reference_column) if cfg.reference_column else None
