@@ -38,6 +38,11 @@ def main() -> None:
         query_vecs, lat = encode_queries_timed(
             passages.with_prefix(cfg.query_prefix), queries["text"].tolist(), done=b.update
         )
+    precision = None
+    if hasattr(cfg, "precision"):  # a torch encoder: what `auto` resolved to on this CPU
+        from ragrig.precision import precision_record, resolve_precision
+
+        precision = precision_record(cfg.precision, resolve_precision(cfg.precision))
     with atomic_dir(args.out) as out:
         np.save(out / "chunks.npy", chunk_vecs)
         np.save(out / "queries.npy", query_vecs)
@@ -58,10 +63,18 @@ def main() -> None:
                 "dim": int(chunk_vecs.shape[1]),
                 "chunks": len(chunks),
                 "queries": len(queries),
+                "precision_decision": precision,
             },
         )
+    how = ""
+    if precision is not None:
+        flags = ", ".join(precision["cpu_bf16_flags"]) or "no native bf16"
+        how = f", {precision['resolved']}" + (
+            f" (auto: {flags})" if precision["requested"] == "auto" else ""
+        )
     print(
-        f"embed: {chunk_vecs.shape[0]} chunks and {query_vecs.shape[0]} queries, dim {chunk_vecs.shape[1]}"
+        f"embed: {chunk_vecs.shape[0]} chunks and {query_vecs.shape[0]} queries, "
+        f"dim {chunk_vecs.shape[1]}{how}"
     )
 
 

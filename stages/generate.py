@@ -45,13 +45,26 @@ def main() -> None:
         seed=seed,
         max_answer_chars=cfg.max_answer_chars,
     )
+    precision = None
+    if hasattr(cfg, "prefill_precision"):  # the torch generator's prompt pass on this CPU
+        from ragrig.precision import precision_record, resolve_precision
+
+        precision = precision_record(
+            cfg.prefill_precision, resolve_precision(cfg.prefill_precision)
+        )
     status = gens["status"].value_counts().sort_index().to_dict()
     notes = {k: n for k, n in note_counts(gens).items() if n}
     with atomic_dir(args.out) as out:
         write_table(gens, out / "generations.parquet", "generations")
         write_json(
             out / "manifest.json",
-            {"method": cfg.method, "sampled": len(qids), "status": status, "notes": notes},
+            {
+                "method": cfg.method,
+                "sampled": len(qids),
+                "status": status,
+                "notes": notes,
+                "precision_decision": precision,
+            },
         )
     repaired = f", repaired {notes}" if notes else ""
     print(f"generate: {len(gens)} answers, status {status}{repaired}")

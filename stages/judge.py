@@ -30,6 +30,11 @@ def main() -> None:
         llm=llm,
         weights=cfg.weights.model_dump(),
     )
+    precision = None
+    if cfg.method == "verifier":  # the verifier's matrix products on this CPU
+        from ragrig.precision import precision_record, resolve_precision
+
+        precision = precision_record(cfg.quantize, resolve_precision(cfg.quantize, fp32="none"))
     status = judgments["status"].value_counts().sort_index().to_dict()
     llm_status = judgments["llm_status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
@@ -43,6 +48,7 @@ def main() -> None:
                 "llm_model": llm.model_name if llm is not None else None,
                 "llm_status": llm_status,
                 "llm_cached": int(judgments["llm_cached"].sum()),
+                "precision_decision": precision,
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")

@@ -23,7 +23,7 @@ def main() -> None:
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.html import write_run_page
-    from ragrig.report.mlflow_run import answers_table
+    from ragrig.report.mlflow_run import answers_table, precision_tags
     from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
@@ -113,6 +113,16 @@ def main() -> None:
                 inputs.queries, inputs.generations, inputs.judgments, report.scorecard
             ),
             artifacts_location=cfg.mlflow.artifact_location,
+            tags=precision_tags(
+                {
+                    name: read_json(folder / "manifest.json").get("precision_decision")
+                    for name, folder in (
+                        ("embed", embed_dir),
+                        ("generate", generate_dir),
+                        ("judge", judge_dir),
+                    )
+                }
+            ),
         )
         waited = time.perf_counter() - started
         print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")

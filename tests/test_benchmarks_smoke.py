@@ -208,7 +208,7 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     # the prefetched run scores the same pairs as each answer alone, in other batches
     assert r["judge"]["per_answer_batches"]["max_abs_diff"] < 1e-4
     variants = r["judge"]["variants"]
-    assert r["config"]["judge"]["quantize"] == "bf16"  # conf/judge/verifier.yaml
+    assert r["config"]["judge"]["quantize"] == "auto"  # conf/judge/verifier.yaml
     assert list(variants) == ["quantize=none", "quantize=int8"]
     for name, quantize in (("quantize=none", "none"), ("quantize=int8", "int8")):
         v = variants[name]

@@ -23,13 +23,14 @@ CLAIM = "Mars has two moons."
 @pytest.fixture(scope="module")
 def torch_smollm():
     raw = yaml.safe_load((PROJECT / "conf" / "generate" / "smollm2_torch.yaml").read_text())
-    cfg = validate_section("generate", {**raw, "max_tokens": 24})
+    # bf16 forced: the tests below compare it with fp32 on any CPU (auto is fp32 without AMX)
+    cfg = validate_section("generate", {**raw, "max_tokens": 24, "prefill_precision": "bf16"})
     return make_generator(cfg, seed=13, threads=2)
 
 
 def test_config_validates_and_rejects_unknown_precision_and_blank_stops():
     cfg = validate_section("generate", {"method": "torch_gguf"})
-    assert (cfg.prefill_precision, cfg.constrain_verdict, cfg.stop) == ("bf16", True, [])
+    assert (cfg.prefill_precision, cfg.constrain_verdict, cfg.stop) == ("auto", True, [])
     assert cfg.decode_batch == 16
     with pytest.raises(ConfigError, match="decode_batch"):
         validate_section("generate", {"method": "torch_gguf", "decode_batch": 0})

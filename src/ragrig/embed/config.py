@@ -54,9 +54,11 @@ class EmbedSentenceTransformers(EmbedCommon):
     )
     batch_size: int = Field(32, gt=0)
     max_seq_length: int | None = Field(256, gt=0)
-    precision: Literal["fp32", "bf16", "int8"] = Field(
-        "fp32",
-        description="fp32: the weights as stored; bf16: the encoder's matrix products in "
+    precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
+        "auto",
+        description="auto: bf16 where the CPU has native bf16 matrix units (AMX or AVX512_BF16), "
+        "else fp32 (ragrig.precision; emulated bf16 is several times slower than fp32); "
+        "fp32: the weights as stored; bf16: the encoder's matrix products in "
         "bfloat16 (torch CPU autocast, weights kept fp32; fast where the CPU has avx512_bf16 "
         "or AMX); int8: the Linear layers dynamically quantised to int8 (torch "
         "quantize_dynamic). Chunks and queries are encoded with the same precision",

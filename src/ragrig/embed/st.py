@@ -13,7 +13,7 @@ import numpy as np
 
 from ragrig.embed import Prefixed
 from ragrig.models import model_fingerprint, resolve_model
-from ragrig.precision import autocast, quantize_linear_int8
+from ragrig.precision import autocast, quantize_linear_int8, resolve_precision
 
 PRECISIONS = ("fp32", "bf16", "int8")
 
@@ -48,7 +48,12 @@ class SentenceTransformerEmbedder(Prefixed):
     def from_config(cls, cfg: Any, role: str = "passage") -> SentenceTransformerEmbedder:
         prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
         return cls(
-            cfg.model, cfg.batch_size, cfg.max_seq_length, cfg.normalize, prefix, cfg.precision
+            cfg.model,
+            cfg.batch_size,
+            cfg.max_seq_length,
+            cfg.normalize,
+            prefix,
+            resolve_precision(cfg.precision),
         )
 
     def fingerprint(self) -> dict[str, Any]:

@@ -111,8 +111,10 @@ class GenerateTorchGguf(_LocalGguf):
     (ragrig.generate.torch_gguf)."""
 
     method: Literal["torch_gguf"] = "torch_gguf"
-    prefill_precision: Literal["bf16", "fp32"] = Field(
-        "bf16", description="the prompt's forward pass: bf16 autocast or fp32"
+    prefill_precision: Literal["auto", "bf16", "fp32"] = Field(
+        "auto",
+        description="the prompt's forward pass: bf16 autocast or fp32; auto: bf16 where the CPU "
+        "has native bf16 matrix units (AMX or AVX512_BF16), else fp32 (ragrig.precision)",
     )
     decode_batch: int = Field(
         16,

@@ -33,6 +33,7 @@ from typing import Any
 from ragrig.generate import Generation, Request
 from ragrig.generate.prompt import VERDICT_LABELS, chat_messages, read_completion
 from ragrig.models import resolve_model
+from ragrig.precision import resolve_precision
 
 PRECISIONS = ("bf16", "fp32")
 
@@ -113,7 +114,7 @@ class TorchGgufGenerator:
             threads,
             cfg.prompt,
             cfg.constrain_verdict,
-            cfg.prefill_precision,
+            resolve_precision(cfg.prefill_precision),
             tuple(cfg.stop),
             cfg.decode_batch,
         )

@@ -196,11 +196,12 @@ class JudgeVerifier(Section):
     max_length: int = Field(128, ge=16, le=512, description="tokens of claim + evidence")
     batch_size: int = Field(32, gt=0)
     threads: int = Field(2, gt=0, description="torch threads of the verifier")
-    quantize: Literal["none", "bf16", "int8"] = Field(
-        "none",
-        description="bf16: matrix products in bfloat16 under torch's CPU autocast; int8: the "
-        "verifier's Linear layers dynamically quantized (both faster on CPU, scores close to "
-        "fp32, not identical)",
+    quantize: Literal["auto", "none", "bf16", "int8"] = Field(
+        "auto",
+        description="auto: bf16 where the CPU has native bf16 matrix units (AMX or "
+        "AVX512_BF16), else none (ragrig.precision); none: fp32; bf16: matrix products in "
+        "bfloat16 under torch's CPU autocast; int8: the verifier's Linear layers dynamically "
+        "quantized (both faster on CPU, scores close to fp32, not identical)",
     )
     decision_threshold: float | None = Field(
         None,

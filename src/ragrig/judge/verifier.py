@@ -29,6 +29,7 @@ from ragrig.judge import Verdict
 from ragrig.judge import entities as ent
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import REFUSAL, answer_kind
+from ragrig.precision import resolve_precision
 from ragrig.text import split_sentences, tokenize
 
 DEFAULT_MODEL = Path("data") / "train_verifier"
@@ -119,7 +120,7 @@ class VerifierJudge:
             cfg.max_length,
             cfg.batch_size,
             cfg.threads,
-            quantize=cfg.quantize,
+            quantize=resolve_precision(cfg.quantize, fp32="none"),
         )
 
     def rejected(self, claims: list[str], surface: dict[str, str], contexts: list[str]) -> set:

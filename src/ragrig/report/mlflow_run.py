@@ -243,8 +243,10 @@ def build_contents(
     artifacts: list[Path] | None = None,
     answers: pd.DataFrame | None = None,
     environ: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> RunContents:
-    """Everything one run logs, from the report's params and metrics tree."""
+    """Everything one run logs, from the report's params and metrics tree; `tags` are added
+    (e.g. precision_tags: what each torch model ran in, and the CPU that decided it)."""
     env = os.environ if environ is None else environ
     parent = env.get(ENV_PARENT, "").strip()
     point = env.get(ENV_POINT, "").strip()
@@ -254,6 +256,7 @@ def build_contents(
         "git_commit": git_commit(cwd),
         "params_hash": p_hash,
         "dvc_exp_name": env.get("DVC_EXP_NAME", ""),
+        **dict(tags or {}),
     }
     if parent:
         tags[TAG_PARENT] = parent
@@ -375,3 +378,19 @@ def answers_table(
     first = ["qid", "question", "passages", "answer", "generation_status", "judge_status"]
     ordered = first + [c for c in out.columns if c not in first]
     return out[ordered].sort_values("qid", kind="mergesort").reset_index(drop=True)
+
+
+def precision_tags(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:
+    """Run tags from the stages' manifests `precision_decision` (ragrig.precision
+    .precision_record), stage -> record or None: `precision.<stage>` "bf16 (auto)" or "fp32",
+    and the CPU model and its bf16 flags once, so two runs that differ only by machine say why
+    their last bits differ."""
+    tags: dict[str, str] = {}
+    for stage, record in sorted(decisions.items()):
+        if not record:
+            continue
+        how = " (auto)" if record.get("requested") == "auto" else ""
+        tags[f"precision.{stage}"] = f"{record.get('resolved')}{how}"
+        tags["cpu"] = str(record.get("cpu", ""))
+        tags["cpu.bf16_flags"] = ",".join(record.get("cpu_bf16_flags", [])) or "none"
+    return tags

@@ -283,12 +283,13 @@ def log_run(
     answers: Any = None,
     environ: dict[str, str] | None = None,
     artifacts_location: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
     artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
     A sweep point ($RAGRIG_SWEEP_PARENT_RUN_ID, $RAGRIG_SWEEP_POINT) is a child run."""
     contents = build_contents(
-        params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ
+        params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ, tags=tags
     )
     return log_contents(uri, experiment, contents, artifacts_location)
 
