@@ -138,6 +138,13 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     )
     assert list(ndcg.values())[0] == pytest.approx(metrics["retrieval"]["ndcg@10"], abs=1e-12)
     assert run["tags.params_hash"] and len(run["tags.git_commit"]) == 40
+    # embed.precision auto: what it resolved to on this CPU, in the manifest and the run's tags
+    from ragrig.precision import cpu_info, resolve_precision
+
+    decided = json.loads((ws / "data/embed/manifest.json").read_text())["precision_decision"]
+    assert decided["requested"] == "auto" and decided["resolved"] == resolve_precision("auto")
+    assert decided["cpu"] == cpu_info()[0]
+    assert run["tags.precision.embed"] == f"{resolve_precision('auto')} (auto)"
     # the scorecard: three axes measured on the fixture (relevance from the embed vectors and
     # qrels, correctness from the claim labels), logged, and read back by `ragrig gate`
     sc = metrics["scorecard"]
