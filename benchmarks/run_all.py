@@ -47,6 +47,7 @@ BENCHMARKS = [
     "embed_ray",
     "remote_cache",
     "generate",
+    "suite",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -68,6 +69,7 @@ QUICK_ARGS = {
     "embed_ray": ["--n-docs", "1000", "--repeats", "1"],
     "remote_cache": ["--repeats", "1"],
     "generate": ["--n", "10", "--setting", "default", "--setting", "max_tokens=48"],
+    "suite": ["--targets", "test"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -184,11 +186,13 @@ SMOKE_ARGS = {
         "--setting",
         "method=torch_gguf;max_tokens=16",
     ],  # fmt: skip
+    # a fresh clone timing one short pytest run, the venv linked
+    "suite": ["--smoke", "--workdir", "{tmp}/suite", "--markdown", "{tmp}/suite.md"],
 }
 
 
 # Benchmarks that compose their own params.yaml in a throwaway project (no --params option)
-NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray"}
+NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite"}
 
 
 def smoke_params(tmp: Path) -> Path:

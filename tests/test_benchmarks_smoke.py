@@ -452,3 +452,13 @@ def test_generate_benchmark_runs_settings_side_by_side_on_the_same_claims(smoke)
     # the grammar fixes the verdict in the first tokens: a shorter answer keeps it
     assert short["same_verdict_as_first"] == default["same_verdict_as_first"] == 3
     assert default["same_answer_as_first"] == 3
+
+
+def test_suite_benchmark_times_a_fresh_clone_and_writes_its_section(smoke):
+    r = _ok(smoke, "suite")
+    (target,) = r["targets"]
+    assert target["target"] == "smoke" and target["exit_code"] == 0
+    assert target["closing_line"].startswith("9 passed") and target["wall_s"] > 0
+    assert r["machine"]["cpu_model"] and r["machine"]["cpus"] >= 1
+    md = (smoke["_tmp"] / "suite.md").read_text()
+    assert md.startswith("<!-- bench_suite:start -->") and "| 0 | 9 passed" in md

@@ -1,0 +1,208 @@
+"""Time the newcomer's commands on this machine, each on a fresh clone: `make test`, `make
+test-all` and a cold `make repro`, with the CPU that ran them.
+
+    python benchmarks/bench_suite.py                       # all three, one after the other
+    python benchmarks/bench_suite.py --targets test test-all --baseline-s 2746
+    python benchmarks/bench_suite.py --markdown BENCHMARKS.md   # the figures into its section
+
+Each target runs alone (nothing else should run beside it: every figure is a wall time) in its
+own clone of this checkout's HEAD, next to a `shared` link to the data (../shared), so it sees
+what a fresh clone sees. `make setup` (the venv, ~2-3 min) is timed apart, before the target,
+unless --venv links an existing one. A target's figure is its wall time, its exit code and its
+test runner's closing line; with --baseline-s, its ratio to that many seconds (the full suite as
+it was: issue targets are ratios, since machines differ several-fold). --markdown rewrites the
+part of the file between `<!-- bench_suite:start -->` and `<!-- bench_suite:end -->`.
+
+--smoke runs the whole path (clone, link, setup skipped through --venv, timing, the closing
+line, the markdown section) on one short pytest command instead of the three targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _common as C
+
+TARGETS = {
+    "test": ["make", "test"],
+    "test-all": ["make", "test-all"],
+    "repro": ["make", "repro"],
+}
+SMOKE_TARGET = {
+    "smoke": [
+        ".venv/bin/python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/unit/test_precision.py",
+        "-k",
+        "resolution",
+    ]
+}
+START, END = "<!-- bench_suite:start -->", "<!-- bench_suite:end -->"
+# pytest's closing line: "== 12 passed, 1 skipped in 3.21s ==" (also "N passed, N failed")
+CLOSING = re.compile(r"^=*\s*(\d+ (?:passed|failed|error|errors|skipped|deselected).*?)\s*=*$")
+
+
+def cpu_summary() -> dict[str, Any]:
+    """The CPU model, core count and the flags that decide speed here (vector and bf16 units)."""
+    sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
+    from ragrig.precision import NATIVE_BF16, cpu_info
+
+    model, flags = cpu_info()
+    wanted = ("avx2", "avx512f", "avx512_vnni", *NATIVE_BF16, "amx_tile", "amx_int8")
+    return {
+        "cpu_model": model,
+        "cpus": os.cpu_count(),
+        "flags": [f for f in wanted if f in flags],
+    }
+
+
+def closing_line(log: str) -> str:
+    """The last test-runner summary line of a log ('' if none)."""
+    found = ""
+    for line in log.splitlines():
+        m = CLOSING.match(line.strip())
+        if m:
+            found = m.group(1)
+    return found
+
+
+def clone(src: Path, parent: Path) -> Path:
+    """A fresh clone of src's HEAD at parent/ragrig, with parent/shared -> src/../shared."""
+    dest = parent / "ragrig"
+    subprocess.run(["git", "clone", "-q", str(src), str(dest)], check=True)
+    shared = src.parent / "shared"
+    if shared.exists():
+        (parent / "shared").symlink_to(shared.resolve())
+    return dest
+
+
+def run_target(
+    name: str, cmd: list[str], src: Path, venv: Path | None, workdir: Path
+) -> dict[str, Any]:
+    parent = Path(tempfile.mkdtemp(prefix=f"suite-{name}-", dir=workdir))
+    ws = clone(src, parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
+    env["CI"] = "true"
+    out: dict[str, Any] = {"target": name, "command": " ".join(cmd)}
+    if venv is not None:
+        (ws / ".venv").symlink_to(venv.resolve())
+    else:
+        t0 = time.perf_counter()
+        setup = subprocess.run(["make", "setup"], cwd=ws, env=env, capture_output=True, text=True)
+        out["setup_s"] = round(time.perf_counter() - t0, 1)
+        if setup.returncode != 0:
+            out.update(exit_code=setup.returncode, error=setup.stderr[-2000:])
+            return out
+    log_path = workdir / f"{name}.log"
+    t0 = time.perf_counter()
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.run(
+            cmd, cwd=ws, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
+    out["exit_code"] = proc.returncode
+    out["closing_line"] = closing_line(log_path.read_text(encoding="utf-8", errors="replace"))
+    out["log"] = str(log_path)
+    shutil.rmtree(parent, ignore_errors=True)
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    cpu = result["machine"]
+    lines = [
+        f"Measured {result['date']} with `python benchmarks/bench_suite.py"
+        f"{' ' + result['args'] if result['args'] else ''}` on {cpu['cpu_model'] or 'an unnamed CPU'}"
+        f" ({cpu['cpus']} cores; flags: {', '.join(cpu['flags']) or 'none of note'}), each target "
+        "alone on a fresh clone:",
+        "",
+        "| target | wall | × baseline | setup apart | exit | closing line |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in result["targets"]:
+        ratio = r.get("ratio_to_baseline")
+        lines.append(
+            f"| `{r['command']}` | {r.get('wall_s', '—')} s | "
+            f"{f'{ratio:.3f}' if ratio is not None else '—'} | "
+            f"{str(r['setup_s']) + ' s' if 'setup_s' in r else 'linked venv'} | "
+            f"{r.get('exit_code')} | {r.get('closing_line', '') or '—'} |"
+        )
+    if result.get("baseline_s"):
+        lines += ["", f"Baseline: {result['baseline_s']} s (the full suite before the two tiers)."]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str) -> None:
+    body = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{START}\n{text}\n{END}"
+    if START in body and END in body:
+        head, rest = body.split(START, 1)
+        body = head + block + rest.split(END, 1)[1]
+    else:
+        body = body.rstrip("\n") + ("\n\n" if body else "") + block + "\n"
+    path.write_text(body, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--targets", nargs="+", choices=list(TARGETS), default=list(TARGETS))
+    p.add_argument("--baseline-s", type=float, default=None, help="seconds the ratios refer to")
+    p.add_argument("--venv", type=Path, default=None, help="link this venv instead of make setup")
+    p.add_argument(
+        "--workdir", type=Path, default=None, help="clones and logs (default: a temp dir)"
+    )
+    p.add_argument("--markdown", type=Path, default=None, help="file whose section is rewritten")
+    p.add_argument("--smoke", action="store_true", help="one short pytest run, not the targets")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--dataset-root", type=Path, help=argparse.SUPPRESS)  # run_all's; unused
+    args = p.parse_args(argv)
+    C.setup_env()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-suite-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    venv = args.venv
+    if args.smoke and venv is None:
+        venv = C.PROJECT_ROOT / ".venv" if (C.PROJECT_ROOT / ".venv").exists() else None
+        venv = venv or Path(sys.executable).parent.parent
+    targets = SMOKE_TARGET if args.smoke else {t: TARGETS[t] for t in args.targets}
+    results = []
+    for name, cmd in targets.items():
+        r = run_target(name, cmd, C.PROJECT_ROOT, venv, workdir)
+        if args.baseline_s and "wall_s" in r:
+            r["ratio_to_baseline"] = round(r["wall_s"] / args.baseline_s, 4)
+        print(
+            f"{name}: {r.get('wall_s')} s, exit {r.get('exit_code')}, {r.get('closing_line', '')}",
+            flush=True,
+        )
+        results.append(r)
+    result = {
+        **C.header("suite"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "args": " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": cpu_summary(),
+        "baseline_s": args.baseline_s,
+        "targets": results,
+    }
+    text = markdown(result)
+    print(text)
+    if args.markdown is not None:
+        write_section(args.markdown, text)
+    C.write_json(args.json, result)
+    return 0 if all(r.get("exit_code") == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
