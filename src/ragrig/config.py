@@ -20,7 +20,9 @@ from ragrig.errors import ConfigError
 class Section(BaseModel):
     """Base of every config section: frozen, unknown keys rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan off: a timeout, threshold or weight of inf or nan passes every bound as a
+    # number but means nothing
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # Every seed: numpy's legacy `np.random.seed` (ragrig.stage.apply_seed, transformers'

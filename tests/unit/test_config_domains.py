@@ -268,3 +268,36 @@ def test_params_write_refuses_a_value_outside_its_domain(tmp_path, capsys, overr
     assert code == 1 and not out.exists()
     assert len(err) == 1 and err[0].startswith("ragrig: error: invalid config section"), err
     assert field in err[0], err
+
+
+@pytest.mark.parametrize(
+    ("section", "raw", "field"),
+    [
+        (
+            "generate",
+            {
+                "method": "openai_http",
+                "base_url": "http://127.0.0.1:1/v1",
+                "model": "m",
+                "timeout_s": float("inf"),
+            },
+            "generate.openai_http.timeout_s",
+        ),
+        (
+            "generate",
+            {"method": "extractive", "min_overlap": float("nan")},
+            "generate.extractive.min_overlap",
+        ),
+        (
+            "judge",
+            {"method": "overlap", "support_threshold": float("nan")},
+            "judge.overlap.support_threshold",
+        ),
+    ],
+)
+def test_infinity_and_nan_pass_no_bound(section, raw, field):
+    from ragrig.config import validate_section as check
+    from ragrig.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"{field}: Input should be a finite number"):
+        check(section, raw)
