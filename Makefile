@@ -1,7 +1,9 @@
 # ragrig: two commands on a fresh clone.
 #   make repro   set up, fetch/verify data, run the default experiment, print the summary
-#   make test    set up, install headless chromium and PostgreSQL if missing (make browser,
-#                pg-server), run the test suite
+#   make test    set up, run the default test tier: unit and config tests and one real DVC run
+#                of the fixture that the end-to-end assertions share (minutes)
+#   make test-all  the full suite (CI): also sweeps, Ray, PostgreSQL, S3, Chromium, fresh clones,
+#                the benchmark smoke runs; installs headless chromium and PostgreSQL if missing
 # Every documented command has a make form, so nothing needs the venv activated (dvc, mlflow
 # live in .venv/bin): make smoke | exp ARGS="-S k=v" | sweep ARGS="k=a,b" | queue ARGS="k=a,b" JOBS=2
 SHELL := /bin/bash
@@ -18,7 +20,7 @@ export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 JOBS ?= 2
 
-.PHONY: setup repro test test-slow bench sweep sweep-chunk sweep-hnsw sweep-models exp smoke queue ui \
+.PHONY: setup repro test test-all test-slow bench sweep sweep-chunk sweep-hnsw sweep-models exp smoke queue ui \
 	ui-stop lint params calibrate gate exp-show metrics-diff browser postgres postgres-stop pg-server
 
 setup: $(STAMP)
@@ -44,8 +46,12 @@ repro: $(STAMP) .dvc/config
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
 
-test: $(STAMP) browser pg-server
-	$(BIN)/python -m pytest -q
+# RAGRIG_TIER=default: a test marked `full` that this tier collects fails the run (tests/conftest.py)
+test: $(STAMP)
+	RAGRIG_TIER=default $(BIN)/python -m pytest -q --durations=15
+
+test-all: $(STAMP) browser pg-server
+	$(BIN)/python -m pytest -q -m 'not slow' --durations=40
 
 # Headless Chromium for the HTML scorecard test (tests/test_html_chromium.py): Debian's package,
 # installed with apt-get (as root) when missing; nothing to do when $(CHROMIUM) exists.

@@ -77,6 +77,40 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
+# The one fixture run of a session: the tiny BEIR fixture with the extractive generator.
+TINY = ["dataset=tiny", "generate=extractive"]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The project after one cold `dvc repro` of the fixture (TINY), shared by every end-to-end
+    test of the session: read it, or work on a copy (copy_run). A test that changes it in place
+    (tests/test_e2e.py) puts its params back and reruns, so the next reader finds the default
+    outputs, restored from the run-cache."""
+    ws = copy_project(tmp_path_factory.mktemp("tiny-run"))
+    python = str(BIN / "python")
+    sh([python, "-m", "ragrig.cli", "init-dvc"], ws)
+    sh([python, "-m", "ragrig.cli", "params", "write", *TINY], ws)
+    sh(["git", "add", "-A"], ws)
+    sh(["git", "commit", "-qm", "tiny params"], ws)
+    sh(["dvc", "repro"], ws)
+    return ws
+
+
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a finished project (its outputs, dvc.lock, DVC cache and run-cache, git), so
+    that a changed parameter reruns only what depends on it. The MLflow store is left out: its
+    experiment's artifact location is the original's absolute path, so the copy starts its own."""
+    shutil.copytree(run, dest, symlinks=True)
+    for name in ("mlflow.db", "mlflow.db.lock", "mlartifacts", "mlruns"):
+        path = dest / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    return dest
+
+
 def write_tiny_stage_inputs(folder: Path):
     """parse/queries.parquet and chunk/chunks.parquet of the tiny fixture (parse=beir,
     chunk=document) under `folder`, as the embed stage reads them; the chunk table."""
@@ -93,3 +127,16 @@ def write_tiny_stage_inputs(folder: Path):
     write_table(chunks, folder / "chunk" / "chunks.parquet", "chunks")
     write_table(parsed.queries, folder / "parse" / "queries.parquet", "queries")
     return chunks
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """`make test` (RAGRIG_TIER=default) stops if it collected a test of the full tier: the two
+    tiers cannot silently merge again."""
+    if os.environ.get("RAGRIG_TIER") != "default":
+        return
+    full = [item.nodeid for item in session.items if item.get_closest_marker("full")]
+    if full:
+        raise pytest.UsageError(
+            f"the default tier collected {len(full)} test(s) marked full (first: {full[0]}); "
+            "run them with make test-all"
+        )

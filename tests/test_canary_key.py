@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .conftest import copy_project, project_env, sh
+from .conftest import copy_run, project_env, sh
 
 pytestmark = pytest.mark.e2e
 
@@ -110,11 +110,11 @@ def _texts_of(path: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, echo_server):
-    ws = copy_project(tmp_path_factory.mktemp("canary"))
+def run(tmp_path_factory, echo_server, tiny_run):
+    """The session's fixture run, copied, then generate, judge and report rerun over HTTP."""
+    ws = copy_run(tiny_run, tmp_path_factory.mktemp("canary") / "ws")
     env = project_env({ENV: CANARY})
     python = str(Path(env["PATH"].split(":")[0]) / "python")
-    sh([python, "-m", "ragrig.cli", "init-dvc"], ws, env)
     overrides = [
         "dataset=tiny",
         "generate=openai_http",
@@ -139,6 +139,11 @@ def run(tmp_path_factory, echo_server):
     sh(["git", "add", "-A"], ws, env)
     sh(["git", "commit", "-qm", "canary params"], ws, env)
     proc = sh(["dvc", "repro"], ws, env)
+    ran = [
+        json.loads(line)["stage"]
+        for line in (ws / ".ragrig/stage_log.jsonl").read_text().splitlines()
+    ]
+    assert ran[-3:] == ["generate", "judge", "report"]  # the rest restored: nothing re-embedded
     return ws, proc.stdout + proc.stderr
 
 

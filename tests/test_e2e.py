@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .conftest import PROJECT, copy_project, project_env, sh
+from .conftest import PROJECT, TINY, project_env, sh
 
 pytestmark = pytest.mark.e2e
 
-BASE = ["dataset=tiny", "generate=extractive"]
+BASE = TINY
 
 
 def _python(ws: Path) -> str:
@@ -49,14 +49,9 @@ def _mlflow_runs(ws: Path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory) -> Path:
-    ws = copy_project(tmp_path_factory.mktemp("e2e"))
-    sh([_python(ws), "-m", "ragrig.cli", "init-dvc"], ws)
-    _params(ws)
-    sh(["git", "add", "-A"], ws)
-    sh(["git", "commit", "-qm", "tiny params"], ws)
-    sh(["dvc", "repro"], ws)
-    return ws
+def ws(tiny_run) -> Path:
+    """The session's fixture run (tests/conftest.py), changed here in place and put back."""
+    return tiny_run
 
 
 def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
