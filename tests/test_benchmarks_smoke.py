@@ -18,6 +18,8 @@ import pytest
 
 from .conftest import PROJECT, project_env
 
+pytestmark = pytest.mark.full  # make test-all (CI) only
+
 BENCH = PROJECT / "benchmarks"
 
 

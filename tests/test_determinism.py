@@ -22,6 +22,8 @@ import yaml
 
 from .conftest import PROJECT, project_env, sh
 
+pytestmark = pytest.mark.full  # make test-all (CI) only
+
 # Files that hold measured latencies (milliseconds, *_ms columns and keys), by nature different
 # on every run. Each is compared with those values removed; `latency.png` only plots them.
 LATENCY_FILES = {

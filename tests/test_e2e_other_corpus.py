@@ -12,7 +12,7 @@ import pytest
 from .conftest import FIXTURE, copy_project, sh
 from .test_e2e import _python
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 TOPICS = {"1": "space", "2": "space", "7": "earth", "9": "space"}  # the rest: "health"
 

@@ -20,7 +20,7 @@ import yaml
 
 from .conftest import PROJECT, sh
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 TINY = ["dataset=tiny", "generate=extractive"]
 PY = sys.executable

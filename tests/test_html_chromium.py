@@ -19,6 +19,8 @@ from ragrig.report.html import write_run_page, write_sweep_page
 
 from .html_pages import EXPECTED_CARDS, SEED, known_metrics, per_query_table, sweep_rows
 
+pytestmark = pytest.mark.full  # make test-all (CI) only
+
 CANDIDATES = ("/usr/bin/chromium", "chromium")
 
 

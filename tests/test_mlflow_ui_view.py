@@ -16,7 +16,10 @@ from ragrig import ui
 from ragrig.report.tracking import log_run, runs_table_url
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed"),
+    pytest.mark.full,
+]
 
 
 def _free_port() -> int:

@@ -21,7 +21,7 @@ from tests.s3_emulator import free_port, running_s3, s3  # noqa: F401
 
 from .conftest import copy_project, project_env, sh
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 BASE = ["dataset=tiny", "generate=extractive"]
 PY = sys.executable

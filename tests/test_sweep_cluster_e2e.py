@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import BIN, copy_project, project_env, sh
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 BASE = ["dataset=tiny", "generate=extractive", "chunk=recursive", "chunk.overlap=2"]
 GRID = ["chunk.max_tokens=8,16", "retrieve.ef_search=16"]

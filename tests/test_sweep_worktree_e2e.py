@@ -16,7 +16,7 @@ from .conftest import sh
 from .test_sweep_e2e import BASE, GRID, _python, _ran, _runs, tiny_sweep_project
 from .test_sweep_e2e import _sweep as sweep_in
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 
 def _sweep(ws: Path, name: str, *args: str, code: int = 0) -> tuple[str, list[dict]]:

@@ -32,6 +32,8 @@ from .conftest import copy_project, project_env, sh
 from .pg_cluster import postgres  # noqa: F401
 from .s3_emulator import free_port, s3  # noqa: F401
 
+pytestmark = pytest.mark.full  # make test-all (CI) only
+
 BUCKET = "ragrig-mlflow"
 
 

@@ -18,6 +18,8 @@ from ragrig.errors import ConfigError, ServiceError
 from ragrig.ray_probe import probe
 from tests.conftest import FIXTURE
 
+pytestmark = pytest.mark.full  # make test-all (CI) only
+
 
 def _cfg(**over):
     base = {
