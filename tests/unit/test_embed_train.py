@@ -5,6 +5,7 @@ tiny fixture, embed=trained, and its bad inputs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ def trained(tmp_path_factory) -> tuple[Path, dict]:
     return out, run_stage(tiny_cfg(), dataset, parse, out, threads=2)
 
 
-def test_training_is_deterministic_and_changes_the_weights(trained, tmp_path):
+def test_training_is_deterministic_and_changes_the_weights(trained, tmp_path, monkeypatch, capsys):
     from ragrig.embed_train.train import run_stage
     from ragrig.finetune import weights_sha256
 
@@ -132,8 +133,12 @@ def test_training_is_deterministic_and_changes_the_weights(trained, tmp_path):
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert sorted(r["qid"] for r in rows) == ["t1", "t2", "t3", "t4", "t5"]
     dataset, parse = sections(TRAIN_FIXTURE)
+    monkeypatch.setenv("RAGRIG_PROGRESS", "1")  # the training's step bar, drawn as on a terminal
+    capsys.readouterr()
     again = run_stage(tiny_cfg(), dataset, parse, tmp_path / "again", threads=2)
-    assert again["weights_sha256"] == manifest["weights_sha256"]
+    drawn = capsys.readouterr().err
+    assert re.search(r"train_embed training: 100%.* (\d+)/\1 ", drawn), drawn[-500:]
+    assert again["weights_sha256"] == manifest["weights_sha256"]  # the bar changes nothing
     other = run_stage(tiny_cfg(seed=14), dataset, parse, tmp_path / "other", threads=2)
     assert other["weights_sha256"] != manifest["weights_sha256"]
 
