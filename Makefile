@@ -40,8 +40,9 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 
 # The default experiment: params.yaml is composed from conf/ first, so a `dvc exp run` that left
 # its own params in the workspace is never silently rerun instead.
+# ARGS: overrides of the composition, e.g. make repro ARGS=+experiment=scifact_trained
 repro: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.cli params write
+	$(BIN)/python -m ragrig.cli params write $(ARGS)
 	$(BIN)/python -m ragrig.cli data ensure
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary

@@ -94,10 +94,11 @@ def test_set_overrides_compose_like_dvc_exp_run_s():
 def test_default_values():
     cfg = validate_all(compose(CONF))
     assert cfg["dataset"].root == "../shared/datasets/scifact"
-    # SciFact's first stage (conf/dataset/scifact.yaml): the embedder adapted on its train split,
-    # the convex hybrid, alpha tuned on the train claims; other datasets RRF, k tuned likewise
+    # SciFact's first stage (conf/dataset/scifact.yaml): the packaged embedder and the convex
+    # hybrid, alpha tuned on the train claims (the adapted embedder: +experiment=scifact_trained);
+    # other datasets RRF, k tuned likewise
     assert cfg["retrieve"].method == "hybrid_convex" and cfg["retrieve"].alpha == 0.4
-    assert (cfg["embed"].model, cfg["train_embed"].enabled) == ("data/train_embed/model", True)
+    assert (cfg["embed"].model, cfg["train_embed"].enabled) == ("packaged:all-MiniLM-L6-v2", False)
     tiny = validate_all(compose(CONF, ["dataset=tiny"]))
     assert tiny["retrieve"].method == "hybrid_rrf" and tiny["retrieve"].rrf_k == 5
     assert (cfg["index"].dense.m, cfg["index"].dense.ef_construction) == (32, 200)

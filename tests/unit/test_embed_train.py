@@ -177,15 +177,21 @@ def test_switched_off_output_is_refused_with_its_reason(tmp_path):
         make_embedder(cfg)
 
 
-def test_scifact_default_trains_the_embedder_and_other_datasets_keep_the_packaged_one():
+def test_scifact_trains_the_embedder_in_its_preset_and_the_default_keeps_the_packaged_one():
     from ragrig.params import compose
 
     params = load_params(PROJECT / "params.yaml")
     cfg = validate_section("train_embed", params["train_embed"])
-    assert params["dataset"]["name"] == "scifact"  # SciFact has a train split: adapted
-    assert cfg.enabled is True and cfg.split == "train"
-    assert params["embed"]["model"] == "data/train_embed/model"
+    assert params["dataset"]["name"] == "scifact"
+    # the default: no training (it would cost more than the inference path), the convex hybrid
+    assert cfg.enabled is False
+    assert params["embed"]["model"] == "packaged:all-MiniLM-L6-v2"
     assert params["retrieve"]["method"] == "hybrid_convex"
+    # the preset: SciFact has a train split, the embedder is adapted on it
+    best = compose(PROJECT / "conf", ["+experiment=scifact_trained"])
+    assert best["train_embed"]["enabled"] is True and best["train_embed"]["split"] == "train"
+    assert best["embed"]["model"] == "data/train_embed/model"
+    assert best["retrieve"]["method"] == "hybrid_convex"
     # a dataset without a train split (the fixture) keeps the packaged embedder, training off
     tiny = compose(PROJECT / "conf", ["dataset=tiny"])
     assert tiny["train_embed"]["enabled"] is False
@@ -217,7 +223,8 @@ def test_params_check_asks_for_the_training_stage():
     with pytest.raises(ConfigError, match="embed=trained reads the model the train_embed"):
         validate_composition(compose(conf, ["dataset=tiny", "embed=trained"]))
     validate_composition(compose(conf, ["embed=trained", "train_embed.enabled=true"]))
-    validate_composition(compose(conf))  # SciFact's default: trained, training on
+    validate_composition(compose(conf))  # SciFact's default: the packaged embedder
+    validate_composition(compose(conf, ["+experiment=scifact_trained"]))  # trained, training on
 
 
 SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact"

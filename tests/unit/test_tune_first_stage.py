@@ -178,8 +178,10 @@ def test_evaluate_test_reports_figures_and_paired_deltas_after_choosing(tmp_path
 
 
 def test_an_embedder_trained_on_the_train_split_is_refused(tmp_path, capsys):
+    params = tmp_path / "params-trained.yaml"  # SciFact's preset: the embedder trained on train
+    params.write_text(compose_yaml(PROJECT / "conf", ["+experiment=scifact_trained"]))
     code = main(
-        ["tune-first-stage", "--params", str(PROJECT / "params.yaml")]  # SciFact's: trained
+        ["tune-first-stage", "--params", str(params)]
         + ["--dataset-root", str(_dataset(tmp_path, TEST)), "--no-write", "--quiet"]
     )
     assert code == 1
