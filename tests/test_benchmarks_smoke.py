@@ -459,8 +459,11 @@ def test_generate_benchmark_runs_settings_side_by_side_on_the_same_claims(smoke)
 def test_suite_benchmark_times_a_fresh_clone_and_writes_its_section(smoke):
     r = _ok(smoke, "suite")
     (target,) = r["targets"]
-    assert target["target"] == "smoke" and target["exit_code"] == 0
-    assert target["closing_line"].startswith("9 passed") and target["wall_s"] > 0
+    assert target["target"] == "repro" and target["exit_code"] == 0
+    assert target["stages_s"]["embed"] > 0 and {"train_embed", "report"} <= set(target["stages_s"])
+    assert target["training_share"] < 0.25  # training off: its stages only write a manifest
+    assert 0 < target["floor"]["encode_s"] and target["floor"]["answers"] == 9  # the fixture's
+    assert target["inference_over_floor"] > 1  # the pipeline costs more than its floor
     assert r["machine"]["cpu_model"] and r["machine"]["cpus"] >= 1
     md = (smoke["_tmp"] / "suite.md").read_text()
-    assert md.startswith("<!-- bench_suite:start -->") and "| 0 | 9 passed" in md
+    assert md.startswith("<!-- bench_suite:start -->") and "x the floor** (target <= 1.3)" in md
