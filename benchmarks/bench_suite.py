@@ -91,9 +91,14 @@ def run_target(
     ws = clone(src, parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
     env["CI"] = "true"
-    out: dict[str, Any] = {"target": name, "command": " ".join(cmd)}
+    out: dict[str, Any] = {"target": name, "command": " ".join(c for c in cmd if c != "STAMP=")}
     if venv is not None:
         (ws / ".venv").symlink_to(venv.resolve())
+        if cmd[0] == "make":
+            # STAMP empty: make must not run `setup` (the clone's files are newer than the
+            # linked venv's stamp), which would point that venv's editable install at this
+            # clone, deleted afterwards
+            cmd = [*cmd, "STAMP="]
     else:
         t0 = time.perf_counter()
         setup = subprocess.run(["make", "setup"], cwd=ws, env=env, capture_output=True, text=True)

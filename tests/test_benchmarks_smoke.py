@@ -462,8 +462,17 @@ def test_suite_benchmark_times_a_fresh_clone_and_writes_its_section(smoke):
     assert target["target"] == "repro" and target["exit_code"] == 0
     assert target["stages_s"]["embed"] > 0 and {"train_embed", "report"} <= set(target["stages_s"])
     assert target["training_share"] < 0.25  # training off: its stages only write a manifest
-    assert 0 < target["floor"]["encode_s"] and target["floor"]["answers"] == 9  # the fixture's
+    assert target["floor"]["encode_s"] > 0 and target["floor"]["answers"] == 9  # the fixture's
     assert target["inference_over_floor"] > 1  # the pipeline costs more than its floor
     assert r["machine"]["cpu_model"] and r["machine"]["cpus"] >= 1
     md = (smoke["_tmp"] / "suite.md").read_text()
     assert md.startswith("<!-- bench_suite:start -->") and "x the floor** (target <= 1.3)" in md
+    # the clone ran on this venv: make must not have re-pointed its editable install there
+    where = subprocess.run(
+        [sys.executable, "-c", "import ragrig; print(ragrig.__file__)"],
+        cwd=smoke["_tmp"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(where).is_relative_to(PROJECT / "src"), where
