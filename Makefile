@@ -49,7 +49,7 @@ repro: $(STAMP) .dvc/config
 
 # RAGRIG_TIER=default: a test marked `full` that this tier collects fails the run (tests/conftest.py)
 test: $(STAMP)
-	RAGRIG_TIER=default $(BIN)/python -m pytest -q --durations=15
+	RAGRIG_TIER=default $(BIN)/python -m pytest -q --durations=30
 
 test-all: $(STAMP) browser pg-server
 	$(BIN)/python -m pytest -q -m 'not slow' --durations=40

@@ -173,6 +173,7 @@ def test_second_repro_runs_no_stage(ws):
     assert "Running stage" not in proc.stdout
 
 
+@pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_mlflow_logging_benchmark_on_the_fixture_run(ws):
     """Smoke run of benchmarks/mlflow_logging.py on this finished run: it logs into its own
     store (the project's store gains no run) and prints its figures."""
@@ -253,6 +254,7 @@ def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
     )
 
 
+@pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_exp_show_selection_lists_swept_params_and_headline_only(ws):
     from ragrig.report.views import headline
 
@@ -296,6 +298,7 @@ def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):
     assert _ran(ws, before) == []
 
 
+@pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_rerank_change_reruns_rerank_and_downstream_only(ws):
     before = len(_stage_log(ws))
     _params(ws, "rerank=cross_encoder", "rerank.model=/nonexistent/model")
@@ -334,6 +337,7 @@ def _without_timing(obj):
     return obj
 
 
+@pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_forced_rerun_reproduces_outputs_to_the_digit(ws):
     def snapshot():
         return {
@@ -391,6 +395,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
     before = len(_stage_log(ws))
     runs_before = set(_mlflow_runs(ws)["run_id"])

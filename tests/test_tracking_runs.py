@@ -136,6 +136,7 @@ LOG = (
 )
 
 
+@pytest.mark.full  # make test-all: processes racing on one store
 @pytest.mark.parametrize("code", [ENSURE, LOG], ids=["ensure_experiment", "log_run"])
 def test_parallel_processes_create_one_store_and_experiment(tmp_path, code):
     n = 3

@@ -40,6 +40,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, se
     return uri, exp_id, run_ids
 
 
+@pytest.mark.full  # make test-all: an MLflow server
 def test_ui_serves_the_store_and_stops_cleanly(
     tmp_path: Path, store: tuple[str, str, set[str]]
 ) -> None:

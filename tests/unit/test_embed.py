@@ -305,7 +305,13 @@ def test_embed_stage_writes_vectors_and_a_manifest_with_package_and_weights(tmp_
     assert manifest["model"]["package"] == f"{dist}=={importlib.metadata.version(dist)}"
     assert len(manifest["model"]["weights_sha256"]) == 64
     assert manifest["dim"] == EMBEDDERS[name][0] and manifest["chunks"] == len(chunks)
-    assert manifest.get("precision") == raw.get("precision")  # the default's precision recorded
+    if "precision" in raw:  # the precision the default's `auto` resolved to on this CPU, and why
+        from ragrig.precision import resolve_precision
+
+        assert manifest["precision"] == resolve_precision(raw["precision"])
+        assert manifest["precision_decision"]["requested"] == raw["precision"]
+    else:
+        assert "precision" not in manifest and manifest["precision_decision"] is None
     a, b = (np.load(o / "chunks.npy") for o in outs)
     assert a.shape == (len(chunks), EMBEDDERS[name][0]) and a.tobytes() == b.tobytes()
     assert (outs[0] / "queries.npy").read_bytes() == (outs[1] / "queries.npy").read_bytes()

@@ -92,6 +92,7 @@ def _with(gen, **fields):
     return other
 
 
+@pytest.mark.full  # make test-all: 50 s of decoding
 def test_answers_decoded_together_equal_each_decoded_alone(torch_smollm):
     requests = [
         Request(CLAIM, CONTEXT),
