@@ -408,6 +408,10 @@ def _start_download(root: Path, url: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # SIGINT as a terminal sends it: a suite started in the background by a shell without
+        # job control inherits SIGINT ignored, and Python then never turns it into
+        # KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

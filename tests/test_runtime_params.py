@@ -39,6 +39,7 @@ def _params(ws: Path, *overrides: str) -> None:
     sh([sys.executable, "-m", "ragrig.cli", "params", "write", *BASE, *overrides], ws)
 
 
+@pytest.mark.full  # make test-all: test_e2e covers a downstream-only rerun
 def test_changing_the_seed_reruns_generate_and_what_follows_only(tmp_path, tiny_run):
     ws = copy_run(tiny_run, tmp_path / "ws")
     assert _ran(ws, 0)[: len(STAGES)] == STAGES  # the session's cold run

@@ -71,6 +71,7 @@ def _start_stuck_report(tmp_path: Path, uri: str, name: str) -> tuple[subprocess
     return proc, art
 
 
+@pytest.mark.full  # make test-all: a logging process killed
 def test_run_killed_while_logging_is_marked_failed(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
 

@@ -306,6 +306,7 @@ def _run_chunk_stage(parse_dir: Path, out: Path, chunk: dict) -> dict:
     return json.loads((out / "ingestion.json").read_text())
 
 
+@pytest.mark.full  # make test-all: the docling stage run
 def test_chunk_stage_writes_pointers_and_ingestion_json(parsed, tmp_path):
     docs, els, folder = parsed["file"]
     ing = _run_chunk_stage(

@@ -208,6 +208,7 @@ def test_packaged_smollm_response_carries_llama_cpp_timings(smollm):
     assert read_completion(response) == smollm.generate("How many moons does Mars have?", CONTEXT)
 
 
+@pytest.mark.full  # make test-all: the llama.cpp generator, not the default
 def test_packaged_smollm_stops_at_a_stop_string_and_keeps_the_verdict():
     base = {"method": "llama_cpp", "prompt": "claim_verdict", "max_tokens": 48}
     claim = "Mars has two moons."
@@ -224,6 +225,7 @@ def test_packaged_smollm_stops_at_a_stop_string_and_keeps_the_verdict():
     assert short == stopped.generate(claim, CONTEXT)  # deterministic
 
 
+@pytest.mark.full  # make test-all: the llama.cpp generator, not the default
 def test_packaged_smollm_flash_attention_auto_is_on_and_a_small_ubatch_is_deterministic():
     base = {"method": "llama_cpp", "prompt": "claim_verdict", "max_tokens": 24}
     claim = "Curiosity landed on Mars in 2012."

@@ -65,6 +65,7 @@ def test_answer_begins_with_a_verdict_and_is_deterministic(torch_smollm):
     assert timings["prompt_ms"] > 0 and timings["predicted_ms"] > 0
 
 
+@pytest.mark.full  # make test-all: more decoding
 def test_bf16_prompt_picks_the_same_verdict_as_fp32_and_samples_are_seeded(torch_smollm):
     fp32 = TorchGgufGenerator.__new__(TorchGgufGenerator)
     fp32.__dict__.update({**torch_smollm.__dict__, "prefill_precision": "fp32"})
@@ -116,6 +117,7 @@ def test_answers_decoded_together_equal_each_decoded_alone(torch_smollm):
     assert all(g.seconds > 0 for g in sampled)
 
 
+@pytest.mark.full  # make test-all: more decoding
 def test_a_request_too_long_fails_alone_in_its_batch(torch_smollm):
     short = torch_smollm.respond(CLAIM, CONTEXT[:1])["usage"]["prompt_tokens"]
     n_ctx = short + torch_smollm.max_tokens  # the short prompt and its answer just fit

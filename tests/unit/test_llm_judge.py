@@ -355,6 +355,7 @@ def test_judge_all_without_llm_is_disabled_and_renormalised():
 # --- the in-process GGUF judge (the packaged SmolLM2) --------------------------------------
 
 
+@pytest.mark.full  # make test-all: the in-process GGUF judge
 def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
     cfg = validate_section(
         "judge",
@@ -376,6 +377,7 @@ def test_llama_cpp_judge_gives_schema_valid_output(tmp_path):
     print(f"SmolLM2 judge call: {seconds:.2f} s, {out.completion_tokens} tokens")
 
 
+@pytest.mark.full  # make test-all: the in-process GGUF judge
 def test_llama_cpp_judge_call_past_its_timeout_is_stopped_and_counted(tmp_path):
     cfg = validate_section(
         "judge",

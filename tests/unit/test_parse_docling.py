@@ -184,6 +184,7 @@ def test_failure_share_gate_names_the_files(run):
         )
 
 
+@pytest.mark.full  # make test-all: a PDF conversion
 def test_a_pdf_without_text_is_skipped_as_needing_ocr(tmp_path):
     import matplotlib
 

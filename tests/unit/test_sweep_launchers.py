@@ -108,6 +108,7 @@ class _DiesOnSecond:
         raise RuntimeError("The worker died unexpectedly\nwhile executing this task.")
 
 
+@pytest.mark.full  # make test-all: a sweep worker killed
 def test_a_dead_worker_is_a_failed_point_and_the_finished_one_counts(tmp_path, monkeypatch):
     logs = tmp_path / "logs"
     logs.mkdir()
