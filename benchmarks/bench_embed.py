@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from ragrig.config import load_section
     from ragrig.models import resolve_model
+    from ragrig.precision import resolve_precision
 
     cfg = load_section("embed", args.params)
     if cfg.method != "sentence_transformers" or cfg.passage_prefix or cfg.query_prefix:
@@ -154,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
                     "threads": threads,
                     "batch_size": cfg.batch_size,
                     "max_seq_length": cfg.max_seq_length,
-                    "precision": cfg.precision,
+                    # what the stage runs: `auto` resolved on this CPU (ragrig.precision)
+                    "precision": resolve_precision(cfg.precision),
                     "normalize": cfg.normalize,
                     "chunks": chunks["text"].tolist(),
                     "queries": queries["text"].tolist(),
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> dict:
             "batch_size": cfg.batch_size,
             "max_seq_length": cfg.max_seq_length,
             "precision": cfg.precision,
+            "precision_resolved": resolve_precision(cfg.precision),
             "normalize": cfg.normalize,
             "mean_tokens_untruncated": float(np.mean(n_tokens)) if n_tokens else 0.0,
         },
