@@ -27,6 +27,8 @@ def _cfg(**over):
         "model": "packaged:all-MiniLM-L6-v2",
         "batch_size": 4,
         "max_seq_length": 128,
+        # fp32 on every CPU: bf16 (what auto is on AMX) rounds by batch composition
+        "precision": "fp32",
     }
     return validate_section("embed", {**base, **over})
 
