@@ -138,12 +138,12 @@ def parse_verdict(content: str) -> LLMVerdict:
 def _parse_verdict(content: str) -> tuple[LLMVerdict, int]:
     """parse_verdict, and how many lone surrogates (JSON escapes such as \\ud83d) its strings
     held, each replaced by U+FFFD."""
-    from ragrig.llm.http import clean_strings
+    from ragrig.text import replace_surrogates_in
 
     text = content.strip()
     if text.startswith("```") and text.endswith("```"):
         text = text[3:-3].removeprefix("json").strip()
-    data, repaired = clean_strings(json.loads(text))
+    data, repaired = replace_surrogates_in(json.loads(text))
     return LLMVerdict.model_validate(data), repaired
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from ragrig.llm.redact import redact
+from ragrig.text import replace_surrogates_in
 
 BODY_CHARS = 300  # of an error response kept in the message, after redaction
 MAX_REDIRECTS = 3
@@ -73,7 +74,7 @@ class CallTimeout(TimeoutError):
 @dataclass(frozen=True)
 class Reply:
     """A parsed JSON object body; `text` the raw body; `repaired` the lone surrogates of its
-    strings replaced by U+FFFD (ragrig.text.replace_surrogates)."""
+    strings replaced by U+FFFD (ragrig.text.replace_surrogates_in)."""
 
     data: dict[str, Any]
     text: str
@@ -244,31 +245,6 @@ def _exchange(
         conn.close()
 
 
-def clean_strings(value: Any) -> tuple[Any, int]:
-    """`value` (parsed JSON) with lone surrogates in its strings and keys replaced, and how
-    many were."""
-    from ragrig.text import replace_surrogates
-
-    if isinstance(value, str):
-        return replace_surrogates(value)
-    if isinstance(value, list):
-        out, n = [], 0
-        for item in value:
-            clean, k = clean_strings(item)
-            out.append(clean)
-            n += k
-        return out, n
-    if isinstance(value, dict):
-        res, n = {}, 0
-        for key, item in value.items():
-            ckey, k1 = clean_strings(key)
-            clean, k2 = clean_strings(item)
-            res[ckey] = clean
-            n += k1 + k2
-        return res, n
-    return value, 0
-
-
 def post_chat(
     url: str,
     body: dict[str, Any],
@@ -326,7 +302,7 @@ def post_chat(
             raise http_failure(
                 current, "returned a malformed completion", text, secrets, MalformedResponse
             )
-        parsed, repaired = clean_strings(parsed)
+        parsed, repaired = replace_surrogates_in(parsed)
         return Reply(parsed, text, repaired)
     raise RedirectRefused(redact(f"{url}: more than {MAX_REDIRECTS} redirects", secrets))
 
