@@ -30,6 +30,17 @@ class Section(BaseModel):
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 # an item of a list of names, paths, patterns or separators: the empty string means nothing
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+# The longest wait before a retry of an HTTP model call (generate, the LLM judge): a 429 whose
+# Retry-After asks for more is an error at once (ragrig.llm.http.retry_delay).
+RetryWait = Annotated[
+    float,
+    Field(
+        gt=0,
+        le=3600,
+        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
+        "error at once",
+    ),
+]
 
 
 class RuntimeConfig(Section):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ragrig.config import NonEmptyStr, Section
+from ragrig.config import NonEmptyStr, RetryWait, Section
 from ragrig.generate.prompt import PROMPTS
 from ragrig.urls import no_credentials
 
@@ -152,13 +152,7 @@ class GenerateOpenAIHttp(_ChatBase):
         2, ge=0, le=10, description="HTTP 5xx, 429 or a failed connection: tries after the first"
     )
     backoff_s: float = Field(1.0, ge=0, le=600, description="first retry wait, doubled each try")
-    max_retry_wait_s: float = Field(
-        60.0,
-        gt=0,
-        le=3600,
-        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
-        "error at once",
-    )
+    max_retry_wait_s: RetryWait = 60.0
     max_response_bytes: int = Field(
         4_000_000, gt=0, le=1_000_000_000, description="a larger response body is refused"
     )

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import NonEmptyStr, Section, Seed
+from ragrig.config import NonEmptyStr, RetryWait, Section, Seed
 from ragrig.urls import no_credentials
 
 DEFAULT_MAX_TOKENS = 384
@@ -74,13 +74,7 @@ class LLMJudgeOpenAIHttp(_LLMJudgeBase):
     )
     model: str
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
-    max_retry_wait_s: float = Field(
-        60.0,
-        gt=0,
-        le=3600,
-        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
-        "error at once",
-    )
+    max_retry_wait_s: RetryWait = 60.0
     max_response_bytes: int = Field(
         1_000_000, gt=0, le=1_000_000_000, description="a larger response body is refused"
     )
