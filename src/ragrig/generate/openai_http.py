@@ -16,7 +16,6 @@ from typing import Any
 from ragrig.generate import Generation
 from ragrig.generate.prompt import chat_messages, read_completion
 from ragrig.llm.http import (
-    BODY_CHARS,  # noqa: F401  (re-exported for callers that cut error bodies)
     CallTimeout,
     Reply,
     api_headers,
