@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragrig.errors import DataValidationError
-from ragrig.io import BOM, iter_lines  # noqa: F401  (re-exported: the readers of every input)
+from ragrig.io import iter_lines
 from ragrig.text import replace_surrogates_in, strict_int, surrogate_warning
 
 # What to do with a document whose title and text are both blank (see conf/parse/beir.yaml).

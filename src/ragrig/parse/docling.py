@@ -397,7 +397,7 @@ def map_gold(path: str, section: str, target: GoldTarget, where: str, unit: str)
 def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str, dict[str, int]]:
     """qrels.tsv of a document dataset: `query-id <TAB> path <TAB> section <TAB> relevance`,
     with a header line; a qid's judgment on several rows of one section keeps the highest grade."""
-    from ragrig.data.beir import iter_lines
+    from ragrig.io import iter_lines
 
     qrels: dict[str, dict[str, int]] = {}
     first = True
