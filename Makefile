@@ -47,12 +47,15 @@ repro: $(STAMP) .dvc/config
 	$(BIN)/dvc repro
 	$(BIN)/python -m ragrig.cli summary
 
-# RAGRIG_TIER=default: a test marked `full` that this tier collects fails the run (tests/conftest.py)
+# RAGRIG_TIER=default: a test marked `full` that this tier collects fails the run (tests/conftest.py).
+# TEST_JOBS pytest-xdist workers (one per core, at most 4); a module is one unit of work, the
+# modules reading the shared fixture run are one unit (tests/schedule.py). TEST_JOBS=0: no workers.
+TEST_JOBS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 test: $(STAMP)
-	RAGRIG_TIER=default $(BIN)/python -m pytest -q --durations=30
+	RAGRIG_TIER=default $(BIN)/python -m pytest -q -n $(TEST_JOBS) --durations=30
 
 test-all: $(STAMP) browser pg-server
-	$(BIN)/python -m pytest -q -m 'not slow' --durations=40
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m 'not slow' --durations=40
 
 # Headless Chromium for the HTML scorecard test (tests/test_html_chromium.py): Debian's package,
 # installed with apt-get (as root) when missing; nothing to do when $(CHROMIUM) exists.

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .schedule import make_scheduler, rank
+
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
 FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"
@@ -140,3 +142,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"the default tier collected {len(full)} test(s) marked full (first: {full[0]}); "
             "run them with make test-all"
         )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest modules first (tests/schedule.py); a module's tests keep their order."""
+    items.sort(key=lambda item: rank(item.nodeid))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (`make test`, `make test-all`): one module, or the modules sharing
+    tiny_run, per unit of work (tests/schedule.py)."""
+    return make_scheduler(config, log)

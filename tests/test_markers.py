@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from .conftest import PROJECT, project_env
+from .schedule import LONGEST_FIRST, SHARED_RUN, unit_of
 
 FILES = ["tests/test_scifact.py", "tests/test_fresh_clone.py", "tests/test_markers.py"]
 
@@ -33,7 +34,13 @@ def _collected(*args: str) -> set[str]:
 def test_each_tier_collects_its_own_tests():
     default = _collected()  # make test (pyproject addopts: -m 'not slow and not full')
     assert default == {"tests/test_markers.py"}
-    assert _collected("-m", "not slow") == {"tests/test_fresh_clone.py", "tests/test_markers.py"}
+    proc = _collect("-m", "not slow", *FILES)
+    modules = [line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line]
+    # the longest module first (tests/schedule.py), though named after test_scifact's
+    assert modules[0] == "tests/test_fresh_clone.py" and set(modules) == {
+        "tests/test_fresh_clone.py",
+        "tests/test_markers.py",
+    }
     assert _collected("-m", "slow") == {"tests/test_scifact.py"}  # make test-slow
 
 
@@ -42,3 +49,12 @@ def test_the_default_tier_refuses_a_full_test():
     assert proc.returncode == 4  # pytest's usage error: nothing ran
     assert "the default tier collected" in proc.stderr and "marked full" in proc.stderr
     assert "run them with make test-all" in proc.stderr
+
+
+def test_units_of_work_keep_the_shared_run_on_one_worker():
+    for module in LONGEST_FIRST:
+        assert module == SHARED_RUN or (PROJECT / module).is_file(), module
+    for module in ("test_e2e", "test_canary_key", "test_runtime_params"):
+        assert unit_of(f"tests/{module}.py::test_x[a::b]") == SHARED_RUN
+    assert unit_of("tests/test_markers.py::test_x") == "tests/test_markers.py"
+    assert unit_of("tests/unit/test_embed.py::test_x[minilm]") == "tests/unit/test_embed.py"
