@@ -134,8 +134,16 @@ SMOKE_ARGS = {
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
     ],
-    # two points of the fixture in parallel, their rerun, the overhead per point
-    "sweep": ["--grid", "retrieve.ef_search=16,64", "--skip-sequential", "--workdir", "{tmp}"],
+    # two points of the fixture in parallel, their rerun, the overhead per point (one sweep each)
+    "sweep": [
+        "--grid",
+        "retrieve.ef_search=16,64",
+        "--skip-sequential",
+        "--overhead-sweeps",
+        "1",
+        "--workdir",
+        "{tmp}",
+    ],  # fmt: skip
     # two points of the fixture on a local Ray cluster and sequentially
     "sweep_ray": ["--grid", "retrieve.ef_search=16,64", "--workdir", "{tmp}"],
     # trains on tiny_beir_train's five training queries, reranks BM25's candidates
