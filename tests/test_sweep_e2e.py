@@ -132,7 +132,9 @@ def test_outside_dataset_root_keeps_its_params_and_parse_is_restored(ws):
     sh(["git", "checkout", "params.yaml"], ws)
     before = len(_log(ws))
     assert _ran(ws, before - 1) == collections.Counter({"parse": 1})
-    _, rows = _sweep(ws, "-j", "2", *BASE, f"dataset.root={root}", "retrieve.ef_search=16,64")
+    # one point (a sweep of one is still a DVC experiment in its own copy)
+    point = "retrieve.ef_search=16"
+    _, rows = _sweep(ws, *BASE, f"dataset.root={root}", point)
     ran = _ran(ws, before)
     assert "parse" not in ran and ran["report"] >= 1  # restored, while later stages did run
     assert all(r["status"] == "ok" for r in rows)
@@ -150,11 +152,11 @@ def test_outside_dataset_root_keeps_its_params_and_parse_is_restored(ws):
 
     # the same sweep again is not rerun; after the outside data changed it is (parse reruns)
     before = len(_log(ws))
-    stdout, _ = _sweep(ws, "-j", "2", *BASE, f"dataset.root={root}", "retrieve.ef_search=16,64")
-    assert _ran(ws, before) == collections.Counter() and stdout.count("nothing to run") == 2
+    stdout, _ = _sweep(ws, *BASE, f"dataset.root={root}", point)
+    assert _ran(ws, before) == collections.Counter() and stdout.count("nothing to run") == 1
     corpus = outside / "corpus.jsonl"
     corpus.write_text(corpus.read_text().replace("Mars has two moons", "Mars has 2 moons"))
-    stdout, rows = _sweep(ws, "-j", "2", *BASE, f"dataset.root={root}", "retrieve.ef_search=16,64")
+    stdout, rows = _sweep(ws, *BASE, f"dataset.root={root}", point)
     assert _ran(ws, before)["parse"] == 1 and "nothing to run" not in stdout
     assert all(r["status"] == "ok" for r in rows)
 
