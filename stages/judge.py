@@ -10,7 +10,7 @@ def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.config import load_section
     from ragrig.io import atomic_dir, read_table, write_json, write_table
-    from ragrig.judge import judge_all, make_judge
+    from ragrig.judge import decision_record, judge_all, make_judge
 
     parse_dir, generate_dir, verifier_dir = args.inputs
     cfg = load_section("judge", args.params)
@@ -29,6 +29,7 @@ def main() -> None:
         dict(zip(queries["qid"], queries["text"], strict=True)),
         llm=llm,
         weights=cfg.weights.model_dump(),
+        threshold=cfg.decision_threshold,
     )
     precision = None
     if cfg.method == "verifier":  # the verifier's matrix products on this CPU
@@ -49,6 +50,7 @@ def main() -> None:
                 "llm_status": llm_status,
                 "llm_cached": int(judgments["llm_cached"].sum()),
                 "precision_decision": precision,
+                "decision": decision_record(cfg.decision_threshold, judgments),
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")

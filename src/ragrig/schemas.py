@@ -17,6 +17,17 @@ class Schema:
 
 # Statuses of a generations row with no answer: a failed call, or a call past its deadline.
 GENERATION_FAILED = ("error", "timeout")
+# Failure modes of an answer judged unfaithful (METRICS.md; ragrig.judge.decide): a hard
+# check's kind names its mode; without one, an unsupported claim is a fabrication, and an answer
+# whose every claim has support but whose answer-level score is below the threshold says more
+# than its evidence (overgeneralisation). A stale fact is not detectable from the context.
+FAILURE_MODES = (
+    "contradiction",
+    "wrong_number",
+    "wrong_entity",
+    "fabrication",
+    "overgeneralisation",
+)
 
 SCHEMAS: dict[str, Schema] = {
     "documents": Schema(
@@ -107,6 +118,10 @@ SCHEMAS: dict[str, Schema] = {
             "claim_support": "float?",
             "answer_support": "float?",
             "faithfulness_parts": "str",
+            # the answer-level decision and its hard checks (ragrig.judge.decide)
+            "judged_faithful": "float?",
+            "contradictions": "str",
+            "failure_mode": "str",
             "llm_status": "str",
             "llm_faithfulness": "float?",
             "llm_relevance": "float?",

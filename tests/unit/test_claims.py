@@ -336,10 +336,15 @@ def test_negation_scopes_and_claim_negations():
     assert claim_negations("Aspirin reduces fever.") == ()
 
 
-def test_negation_check_is_one_way(reference):
-    # the reference lesson: a context negation is not seen (it may belong to another clause)
+def test_a_context_negation_in_the_claims_clause_contradicts_it(reference):
+    # the reference lesson: the unseen-entity flag passes, yet the claim is unsupported
     ex = reference["unseen_entity_flag"]
-    assert OverlapJudge().judge("", ex["answer"], [ex["context"]]).score == 1.0
+    v = OverlapJudge().judge("", ex["answer"], [ex["context"]])
+    assert ent.check(ex["answer"], ex["context"]).flag is ex["expected_flag"]
+    assert v.score == 0.0
+    assert v.contradictions == (
+        ("Paris was founded in 1994", "negation", "the context negates what the claim states"),
+    )
 
 
 def test_window_joins_adjacent_sentences_of_one_passage():

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from ragrig.schemas import GENERATION_FAILED
+from ragrig.schemas import FAILURE_MODES, GENERATION_FAILED
 
 
 class InvalidVerdict(ValueError):
@@ -37,6 +37,10 @@ class Verdict:
     claim_scores: tuple[float, ...] | None = None
     # answer-level P(faithful) of a calibrated answer model (ragrig.judge.extractive; None: none)
     answer_score: float | None = None
+    # hard checks that contradict a claim, (claim, kind, detail): a negation conflict, a number
+    # or a name absent from the context (ragrig.judge.overlap). Each such claim is unsupported,
+    # and the answer is unfaithful whatever its soft score (judge_all's `judged_faithful`).
+    contradictions: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         from ragrig.judge.refusal import ANSWER_KINDS, REFUSAL
@@ -65,6 +69,9 @@ class Verdict:
             or not all(0.0 <= s <= 1.0 for s in self.claim_scores)
         ):
             raise InvalidVerdict("claim_scores must give one probability in [0, 1] per claim")
+        wrong = {c for c, _, _ in self.contradictions} - set(self.unsupported)
+        if wrong:
+            raise InvalidVerdict(f"contradicted claims must be unsupported: {sorted(wrong)}")
         if self.answer_score is not None and not (
             self.extracted and 0.0 <= self.answer_score <= 1.0
         ):
@@ -126,6 +133,10 @@ class _Row:
     claim_support: float | None = None
     answer_support: float | None = None
     faithfulness_parts: str = "{}"
+    # the answer-level decision (decide): 1.0 faithful, 0.0 not, None unless scored
+    judged_faithful: float | None = None
+    contradictions: str = "[]"
+    failure_mode: str = ""
     llm_status: str = "disabled"
     llm_faithfulness: float | None = None
     llm_relevance: float | None = None
@@ -142,6 +153,36 @@ class _Row:
 
 
 COLUMNS = list(_Row.__dataclass_fields__)
+# The answer-level decision without a calibrated threshold (judge.decision_threshold None):
+# P(faithful), or the mean claim probability, or the supported share, at one half.
+DEFAULT_DECISION_THRESHOLD = 0.5
+_MODE_OF_KIND = {
+    "negation": "contradiction",
+    "number": "wrong_number",
+    "entity": "wrong_entity",
+    "fabricated": "fabrication",
+}
+
+
+def decide(
+    soft: float | None,
+    n_claims: int,
+    n_supported: int,
+    contradictions: list[tuple[str, str, str]],
+    threshold: float,
+) -> tuple[float | None, str]:
+    """(judged_faithful, failure_mode) of one answer: faithful when no hard check contradicts a
+    claim and its answer-level score `soft` is >= `threshold`; None for an answer with no
+    claims. A contradiction decides whatever the soft score."""
+    if n_claims == 0 or soft is None:
+        return None, ""
+    if contradictions:
+        return 0.0, _MODE_OF_KIND.get(contradictions[0][1], "contradiction")
+    if soft >= threshold:
+        return 1.0, ""
+    return 0.0, "fabrication" if n_supported < n_claims else "overgeneralisation"
+
+
 FLOAT_COLUMNS = [c for c, f in _Row.__dataclass_fields__.items() if "float" in str(f.type)]
 DEFAULT_WEIGHTS = {"claims": 0.4, "llm": 0.4, "entity": 0.2}
 
@@ -165,6 +206,7 @@ def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str])
         "claim_support": verdict.score,
         "answer_support": verdict.soft_score,
         "claims": json.dumps(claims),
+        "_contradictions": list(verdict.contradictions),
         "error": verdict.reason,
         "answer_kind": verdict.kind,
         "entity_overlap": verdict.entity_overlap,
@@ -194,6 +236,21 @@ def _llm_fields(llm: Any, question: str, answer: str, contexts: list[str]) -> di
     return fields
 
 
+def decision_record(threshold: float | None, judgments: pd.DataFrame) -> dict[str, Any]:
+    """The judge manifest's `decision`: the threshold used and where it came from, the answers
+    judged, judged faithful, contradicted, and per failure mode."""
+    judged = judgments["judged_faithful"].notna()
+    modes = judgments.loc[judged, "failure_mode"]
+    return {
+        "threshold": DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
+        "calibrated": threshold is not None,
+        "judged": int(judged.sum()),
+        "judged_faithful": int((judgments["judged_faithful"] == 1.0).sum()),
+        "contradicted": int((judgments.loc[judged, "contradictions"] != "[]").sum()),
+        "failure_modes": {m: int((modes == m).sum()) for m in FAILURE_MODES},
+    }
+
+
 def judge_all(
     judge: Judge,
     generations: pd.DataFrame,
@@ -201,6 +258,7 @@ def judge_all(
     progress: bool = True,
     llm: Any | None = None,
     weights: Mapping[str, float] | None = None,
+    threshold: float | None = None,
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
@@ -211,7 +269,12 @@ def judge_all(
     (ragrig.judge.composite) with the weights used in `faithfulness_parts`, None unless the
     status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
     checker failure is 'error' (any exception, named in `error`) or 'invalid' (a verdict
-    breaking the partition rule); all are counted by the report."""
+    breaking the partition rule); all are counted by the report.
+
+    The decision (`decide`, at `threshold`: judge.decision_threshold, else
+    DEFAULT_DECISION_THRESHOLD): `judged_faithful` 1/0 per scored answer on its `answer_support`,
+    0 whenever a hard check contradicts a claim (`contradictions`, JSON), with the
+    `failure_mode` of an unfaithful answer."""
     from ragrig.judge.composite import composite
     from ragrig.progress import track
 
@@ -258,7 +321,19 @@ def judge_all(
             fields["llm_status"] = "skipped"
         else:
             fields.update(_llm_fields(llm, question, g.answer, contexts))
+        hard = fields.pop("_contradictions", [])
+        fields["contradictions"] = json.dumps(
+            [{"claim": c, "kind": k, "detail": d} for c, k, d in hard], ensure_ascii=False
+        )
         if fields["status"] == "scored":
+            decision, mode = decide(
+                fields.get("answer_support"),
+                fields["n_claims"],
+                fields["n_supported"],
+                hard,
+                DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
+            )
+            fields.update(judged_faithful=decision, failure_mode=mode)
             value, used = composite(
                 {
                     "claims": fields.get("answer_support"),

@@ -27,6 +27,15 @@ _CUES = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot"})
 NEGATION_SCOPE = 4
 # Answer particles: "Yes, in 2008" checks "2008"; a bare "Yes" checks the question's terms.
 _PARTICLES = frozenset({"yes", "no", "yeah", "nope", "correct", "indeed", "true", "false"})
+# What a context sentence's negation covers when it contradicts an affirming claim: the first
+# REVERSE_SCOPE content words after its cue, up to the end of the clause ("Smoking, not diet,
+# causes ..." negates "diet" only).
+REVERSE_SCOPE = 2
+_CLAUSE_END = re.compile(r"[,;:()\u2013\u2014]|\s-\s")
+# The hard checks (ragrig.judge.Verdict.contradictions): kinds of finding. A number or name
+# absent from the context is NUMBER / ENTITY when the context holds the claim's other words (it
+# says something else about the same thing), FABRICATED when it does not.
+NEGATION, NUMBER, ENTITY, FABRICATED = "negation", "number", "entity", "fabricated"
 
 
 @dataclass
@@ -51,8 +60,12 @@ class OverlapJudge:
     ("not", "no", "never", "n't") needs a supporting sentence that negates the same thing: the
     first content word after each of the claim's cues must be among the first NEGATION_SCOPE
     content words after a cue of the sentence ("does not increase the risk" is supported by "was
-    not associated with an increased risk", not by "no evidence of such relationships"). One
-    direction only: a context sentence's negation may belong to another clause.
+    not associated with an increased risk", not by "no evidence of such relationships"). The
+    other direction is narrower, since a context sentence's negation may belong to another
+    clause: an affirming claim is contradicted when every sentence holding its words negates one
+    of them within the same clause, among the first REVERSE_SCOPE content words after the cue
+    ("X did not reduce Y" contradicts "X reduces Y"; "X, not Z, reduces Y" does not). Such
+    findings are the verdict's `contradictions` (`contradictions`): they decide the answer.
 
     Claims come from a sentence segmenter that knows abbreviations and citations. A refusal
     (every sentence declines: "I do not have specific information", "The provided passages don't
@@ -102,17 +115,30 @@ class OverlapJudge:
         """(content words, negated words) of every context sentence and, with `window` > 1, of
         every run of up to `window` adjacent sentences of one passage. The negated words are
         those in a negation's scope: the first NEGATION_SCOPE content words after each cue."""
+        return [(words, negated) for words, negated, _ in self._units(contexts)]
+
+    def _units(self, contexts: list[str]) -> list[tuple[set[str], set[str], set[str]]]:
+        """evidence_units with, third, each unit's words negated within their clause (the first
+        REVERSE_SCOPE content words after each cue): what it contradicts an affirming claim on."""
         units = []
         for c in contexts:
             sents = [
-                (self._words(s), set().union(*negation_scopes(s, NEGATION_SCOPE)))
+                (
+                    self._words(s),
+                    set().union(*negation_scopes(s, NEGATION_SCOPE)),
+                    set().union(*clause_negation_scopes(s, REVERSE_SCOPE)),
+                )
                 for s in split_sentences(c)
             ]
             for i in range(len(sents)):
                 for j in range(i + 1, min(i + self.window, len(sents)) + 1):
                     run = sents[i:j]
                     units.append(
-                        (set().union(*(w for w, _ in run)), set().union(*(n for _, n in run)))
+                        (
+                            set().union(*(w for w, _, _ in run)),
+                            set().union(*(n for _, n, _ in run)),
+                            set().union(*(r for _, _, r in run)),
+                        )
                     )
         return units
 
@@ -174,6 +200,66 @@ class OverlapJudge:
             for s, neg in context_sentences
         )
 
+    def _holding(self, words: set[str], units: list, short: bool = False) -> list:
+        """The evidence units holding enough of a claim's words (all of them when short)."""
+        need = 1.0 if short else self.threshold
+        return [u for u in units if words and len(words & u[0]) / len(words) >= need]
+
+    def negation_conflict(
+        self,
+        words: set[str],
+        surface: str,
+        units: list[tuple[set[str], set[str], set[str]]],
+        short: bool = False,
+    ) -> str | None:
+        """Whether the context holds the claim's words but the opposite polarity: a claim that
+        negates ("X is not Y") where no sentence holding its words negates the same word, or a
+        claim that affirms ("X reduces Y") where every sentence holding its words negates one of
+        them within its clause ("X did not reduce Y"). None without such sentences (no support
+        is not a contradiction) or without a conflict; else what conflicts."""
+        holding = self._holding(words, units, short)
+        if not holding:
+            return None
+        scopes = claim_negations(surface)
+        if scopes:
+            if any(
+                all((scope <= neg) if scope else bool(neg) for scope in scopes)
+                for _, neg, _ in holding
+            ):
+                return None
+            return "the claim negates what its context states"
+        if all(reverse & words for _, _, reverse in holding):
+            return "the context negates what the claim states"
+        return None
+
+    def contradictions(
+        self,
+        cs: ClaimSet,
+        contexts: list[str],
+        entities: bool = True,
+        units: list[tuple[set[str], set[str], set[str]]] | None = None,
+    ) -> tuple[tuple[str, str, str], ...]:
+        """The hard checks of every claim, (claim, kind, detail) per finding: a negation
+        conflict (negation_conflict, with `negation_check`), and, with `entities`, each number
+        (NUMBER) and name (ENTITY) of the claim absent from a context that holds the claim's
+        words, or FABRICATED when the context does not hold them. A claim found here is
+        unfaithful whatever a soft score says (ragrig.judge.judge_all decides on it)."""
+        if units is None:
+            units = self._units(contexts)
+        out: list[tuple[str, str, str]] = []
+        for c in cs.claims:
+            if self.negation_check:
+                conflict = self.negation_conflict(cs.words[c], cs.surface[c], units, cs.short)
+                if conflict:
+                    out.append((c, NEGATION, conflict))
+            if entities:
+                found = ent.check(cs.surface[c], contexts)
+                if found.flag:
+                    held = bool(self._holding(cs.words[c], units, cs.short))
+                    out += [(c, NUMBER if held else FABRICATED, n) for n in found.unseen_numbers]
+                    out += [(c, ENTITY if held else FABRICATED, n) for n in found.unseen_names]
+        return tuple(out)
+
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None
     ) -> Verdict:
@@ -186,14 +272,16 @@ class OverlapJudge:
                 else ("refusal" if kind == REFUSAL else "no checkable claim")
             )
             return Verdict([], [], [], reason=reason, kind=kind)
-        ctx = self.evidence_units(contexts)
-        sup = []
-        for c in cs.claims:
-            ok = self.supported(cs.words[c], ctx, cs.short, claim_negations(cs.surface[c]))
-            if ok and self.entity_check:
-                ok = not ent.check(cs.surface[c], contexts).flag
-            if ok:
-                sup.append(c)
+        units = self._units(contexts)
+        ctx = [(words, negated) for words, negated, _ in units]
+        hard = self.contradictions(cs, contexts, self.entity_check, units)
+        contradicted = {c for c, _, _ in hard}
+        sup = [
+            c
+            for c in cs.claims
+            if c not in contradicted
+            and self.supported(cs.words[c], ctx, cs.short, claim_negations(cs.surface[c]))
+        ]
         uns = [c for c in cs.claims if c not in sup]
         found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
         return Verdict(
@@ -206,6 +294,7 @@ class OverlapJudge:
             answer_score=(
                 self.answer_model.score(answer, contexts) if self.answer_model is not None else None
             ),
+            contradictions=hard,
         )
 
 
@@ -234,6 +323,12 @@ def negation_scopes(text: str, width: int) -> list[set[str]]:
                 break
         out.append(set(stems[:width]))
     return out
+
+
+def clause_negation_scopes(text: str, width: int) -> list[set[str]]:
+    """negation_scopes within each clause of `text` (split at commas, semicolons, colons,
+    brackets and dashes): a cue's scope never reaches past its clause."""
+    return [scope for clause in _CLAUSE_END.split(text) for scope in negation_scopes(clause, width)]
 
 
 def claim_negations(text: str) -> tuple[frozenset[str], ...]:

@@ -11,11 +11,12 @@ pairs, all claims of an answer in one batch, or, after `prefetch(items)` (the ju
 it with every answer), the pairs of all answers in one length-sorted run, so that batches hold
 pairs of similar length; a claim's P(support) is the maximum over its windows. A claim none of
 whose content words occurs in the context gets P(support) 0 without a model call, and so does a
-claim the entity check rejects (its score is 0 whatever the model says).
+claim a hard check contradicts (its score is 0 whatever the model says).
 
-A claim is supported when P(support) >= `support_threshold` and (with `entity_check`) every name
-and number of it occurs in the context; its claim score is P(support), or 0 when the entity
-check rejects it. The verdict's score is the supported share (the partition rule); the
+A claim is supported when P(support) >= `support_threshold`, no negation conflict with the
+context holds (OverlapJudge.negation_conflict) and (with `entity_check`) every name and number of
+it occurs in the context; its claim score is P(support), or 0 when a hard check contradicts it
+(Verdict.contradictions). The verdict's score is the supported share (the partition rule); the
 answer-level continuous score used for calibration (`Verdict.soft_score`) is the mean claim
 score.
 """
@@ -123,12 +124,11 @@ class VerifierJudge:
             quantize=resolve_precision(cfg.quantize, fp32="none"),
         )
 
-    def rejected(self, claims: list[str], surface: dict[str, str], contexts: list[str]) -> set:
-        """Claims the entity check rejects (a name or number absent from the context): their
-        score is 0 whatever the model says, so the model never reads them."""
-        if not self.entity_check:
-            return set()
-        return {c for c in claims if ent.check(surface[c], contexts).flag}
+    def hard_checks(self, cs: Any, contexts: list[str]) -> tuple[tuple[str, str, str], ...]:
+        """The claims' contradictions (ragrig.judge.overlap.OverlapJudge.contradictions): a
+        negation conflict with the context, and with `entity_check` a name or number absent from
+        it. Such a claim scores 0 whatever the model says, so the model never reads it."""
+        return self.claims.contradictions(cs, contexts, self.entity_check)
 
     def _pairs(
         self,
@@ -158,7 +158,7 @@ class VerifierJudge:
         for question, answer, contexts in items:
             cs = self.claims.claim_set(question, answer)
             if cs.claims:
-                skip = self.rejected(cs.claims, cs.surface, contexts)
+                skip = {c for c, _, _ in self.hard_checks(cs, contexts)}
                 pairs += self._pairs(cs.claims, cs.words, contexts, skip)[0]
         self._scored = dict(zip(pairs, self.verifier.support(pairs), strict=True))
         return len(pairs)
@@ -194,7 +194,8 @@ class VerifierJudge:
             )
             return Verdict([], [], [], reason=reason, kind=kind)
         has_sentences = any(split_sentences(c) for c in contexts)
-        rejected = self.rejected(cs.claims, cs.surface, contexts)
+        hard = self.hard_checks(cs, contexts)
+        rejected = {c for c, _, _ in hard}
         scores = self.claim_probabilities(cs.claims, cs.words, contexts, rejected)
         sup = [c for c, s in zip(cs.claims, scores, strict=True) if s >= self.threshold]
         uns = [c for c in cs.claims if c not in sup]
@@ -208,4 +209,5 @@ class VerifierJudge:
             entity_overlap=found.overlap,
             unseen_entities=found.unseen_names + found.unseen_numbers,
             claim_scores=tuple(scores),
+            contradictions=hard,
         )
