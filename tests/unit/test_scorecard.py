@@ -674,3 +674,52 @@ def test_bad_inputs_are_one_clear_error():
     assert ("q4", "relevance/semantic") not in set(
         zip(t.long["qid"], t.long["measure"], strict=True)
     )
+
+
+def _decided():
+    j = _judgments(True)
+    j["judged_faithful"] = [1.0, 0.0, None, 0.0]
+    j["contradictions"] = ["[]", "[]", "[]", json.dumps([{"claim": "c", "kind": "number"}])]
+    j["failure_mode"] = ["", "fabrication", "", "wrong_number"]
+    return j
+
+
+def test_the_faithfulness_axis_reads_the_decision_and_reports_the_score_beside_it():
+    gens = _gens(self_consistency=[1.0, 1.0, 1.0, 0.5])
+    t = scorecard_tables(_queries(), QRELS, RUN, gens, _decided(), _cfg(), None)
+    long = t.long.set_index(["qid", "measure"])["value"]
+    # q4: a soft score of 0.8, but a number absent from its context decides
+    assert long[("q4", "faithfulness/score")] == pytest.approx(0.8)
+    assert long[("q4", "faithfulness/judged_faithful")] == 0.0
+    assert long[("q4", "axis/faithfulness")] == 0.0
+    assert long[("q1", "axis/faithfulness")] == 1.0
+    assert ("q3", "axis/faithfulness") not in long.index  # a refusal: no decision, no axis
+    assert t.per_query.set_index("qid").loc["q4", "gate"] == "fail_hard"
+    assert t.counts["faithfulness"] == {
+        "reads": "decision",
+        "decided": 3,
+        "undecided": 0,
+        "failure_modes": {
+            "contradiction": 0,
+            "wrong_number": 1,
+            "wrong_entity": 0,
+            "fabrication": 1,
+            "overgeneralisation": 0,
+        },
+    }
+    assert not any("reads the mean score" in n for n in t.notes)
+
+    t = scorecard_tables(
+        _queries(), QRELS, RUN, gens, _decided(), _cfg(faithfulness_reads="score"), None
+    )
+    long = t.long.set_index(["qid", "measure"])["value"]
+    assert long[("q4", "axis/faithfulness")] == pytest.approx(0.8)
+    assert long[("q4", "faithfulness/judged_faithful")] == 0.0  # reported either way
+
+    # judgments written before the decision: the score, and a note that says so
+    t = scorecard_tables(_queries(), QRELS, RUN, gens, _judgments(True), _cfg(), None)
+    assert t.counts["faithfulness"]["undecided"] == 3
+    assert (
+        "faithfulness reads the mean score for 3 answers: their judgments carry no decision "
+        "(judged before it existed)" in t.notes
+    )

@@ -163,6 +163,13 @@ class ScorecardConfig(Section):
         default_factory=lambda: {"semantic": 0.25, "keyword": 0.15, "llm": 0.3, "context": 0.3}
     )
     similarity_range: SimilarityRange = SimilarityRange()
+    faithfulness_reads: Literal["decision", "score"] = Field(
+        "decision",
+        description="what the faithfulness axis (and its hard floor) reads per answer: the "
+        "judge's decision (judged_faithful 1/0: no contradicted claim and a score at its "
+        "calibrated threshold; the axis is then the share judged faithful) or the soft score "
+        "(the composite; the axis is then its mean). Both are reported either way.",
+    )
     correctness_surrogate_weights: dict[str, Weight] = Field(
         default_factory=lambda: {
             "self_consistency": 0.3,

@@ -32,7 +32,7 @@ from ragrig.metrics import relevance as rel
 from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
 from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
-from ragrig.schemas import GENERATION_FAILED
+from ragrig.schemas import FAILURE_MODES, GENERATION_FAILED
 
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
@@ -134,6 +134,8 @@ def scorecard_tables(
     sources: Counter[str] = Counter()
     rel_parts_used: Counter[str] = Counter()
     sur_parts_used: Counter[str] = Counter()
+    failure_modes: Counter[str] = Counter()  # of the answers with a decision; "none": faithful
+    undecided = 0  # scored answers whose judgments carry no decision (written before it)
 
     for g in generations.to_dict("records"):
         qid = g["qid"]
@@ -221,7 +223,18 @@ def scorecard_tables(
                 else:
                     sources["no_ground_truth_no_surrogate"] += 1
 
-        faith = _value(j, "faithfulness") if j is not None and j["status"] == "scored" else None
+        scored = j is not None and j["status"] == "scored"
+        faith = _value(j, "faithfulness") if scored else None
+        decision = _value(j, "judged_faithful") if scored and "judged_faithful" in j else None
+        if faith is not None:
+            rows.append((qid, "faithfulness/score", faith))
+        if decision is not None:
+            rows.append((qid, "faithfulness/judged_faithful", decision))
+            failure_modes[j["failure_mode"] or "none"] += 1
+        elif scored:
+            undecided += 1
+        if cfg.faithfulness_reads == "decision" and decision is not None:
+            faith = decision
         axes = {"faithfulness": faith, "relevance": relevance, "correctness": correctness}
         for name, v in axes.items():
             if v is not None:
@@ -267,6 +280,12 @@ def scorecard_tables(
             "verdicts": {v: verdicts[v] for v in corr.VERDICTS},
         },
         "diagnosis_counts": {code: int((pq["diagnosis"] == code).sum()) for code in DIAGNOSES},
+        "faithfulness": {
+            "reads": cfg.faithfulness_reads,
+            "decided": sum(failure_modes.values()),
+            "undecided": undecided,
+            "failure_modes": {m: failure_modes[m] for m in FAILURE_MODES},
+        },
     }
     notes = _notes(judgments, vectors, rel_parts_used, sur_parts_used, cfg, summary)
     return ScorecardTables(long, pq, summary, notes)
@@ -287,6 +306,12 @@ def _notes(judgments, vectors, rel_used, sur_used, cfg, summary) -> list[str]:
                 notes.append(
                     f"faithfulness composite renormalised over {parts or 'nothing'} for {k} answers"
                 )
+    faith = summary["faithfulness"]
+    if faith["reads"] == "decision" and faith["undecided"]:
+        notes.append(
+            f"faithfulness reads the mean score for {faith['undecided']} answers: their "
+            "judgments carry no decision (judged before it existed)"
+        )
     if vectors is None:
         notes.append("relevance without semantic similarity: no embed-stage vectors given")
     missing = [p for p in rel.PARTS if cfg.relevance_weights[p] > 0 and not rel_used.get(p)]
@@ -347,6 +372,7 @@ def scorecard_section(agg: pd.DataFrame, tables: ScorecardTables, cfg: Any) -> d
         **tables.counts["correctness"],
         "surrogate_weights": dict(cfg.correctness_surrogate_weights),
     }
+    out["faithfulness"] = {**_part_means(agg, "faithfulness/"), **tables.counts["faithfulness"]}
     out["answers"] = tables.counts["answers"]
     out["diagnosis_counts"] = tables.counts["diagnosis_counts"]
     return out
@@ -391,6 +417,16 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
     failed = section.get("failed", [])
     lines.append(f"  gate: {section['gate']}" + (f" ({', '.join(failed)})" if failed else ""))
     lines.append(f"  diagnosis: {section['diagnosis']}")
+    faith = section.get("faithfulness") or {}
+    if "judged_faithful" in faith:
+        modes = ", ".join(f"{m} {k}" for m, k in faith["failure_modes"].items() if k)
+        score = faith.get("score", {}).get("mean")
+        lines.append(
+            f"  faithfulness: judged faithful {faith['judged_faithful']['mean']:.4f} of "
+            f"{faith['decided']} answers, mean score {_num(score)}; the floor reads the "
+            f"{'decision' if faith['reads'] == 'decision' else 'mean score'}"
+            + (f"; unfaithful: {modes}" if modes else "")
+        )
     for note in section.get("notes", []):
         lines.append(f"  note: {note}")
     return lines
