@@ -88,8 +88,11 @@ class Scorer:
 
 
 class JudgeScorer(Scorer):
-    """A ragrig.judge backend: the verdict's soft score (the mean claim score for a judge that
-    gives claim scores, the verifier; else supported / extracted claims)."""
+    """A ragrig.judge backend, scored as the judge stage decides (ragrig.judge.decide): the
+    verdict's soft score (the calibrated P(faithful), the mean claim score for a judge that gives
+    claim scores, else supported / extracted claims), or 0 when a hard check contradicts a claim,
+    so that an answer is judged faithful at a threshold t > 0 exactly when the pipeline judges it
+    so, and the threshold is fitted on the decision the gate reads."""
 
     def __init__(self, name: str, judge: Any):
         self.name, self.judge = name, judge
@@ -99,6 +102,10 @@ class JudgeScorer(Scorer):
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
         self.kinds[(item.task_id, item.model_id)] = verdict.kind
+        if verdict.soft_score is not None and verdict.contradictions:
+            return 0.0, "contradicted: " + "; ".join(
+                f"{kind} {detail}" for _, kind, detail in verdict.contradictions
+            )
         return verdict.soft_score, verdict.reason
 
 
