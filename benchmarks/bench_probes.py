@@ -17,6 +17,14 @@ every claim has no accepted original and meets nothing): negation >= 95%, change
 swapped entity >= 90% flagged; the claim with its evidence split across two adjacent sentences
 still supported >= 90%. The share of originals accepted is the judge's recall beside them.
 
+At the answer level (MTRAG, what the scorecard and the gate read): the same edits made to one
+sentence of a whole answer rated faithful, judged by the configured judge (and the verifier) at
+its decision threshold (ragrig.judge.decide: a contradicted claim decides, else the answer-level
+score against judge.decision_threshold). Per edit: the share of edited answers judged unfaithful
+among those whose unedited answer was judged faithful (targets: negation, changed number,
+swapped entity >= 90%), beside what the soft score alone would flag; and the share of unedited
+answers judged faithful (target >= 90%).
+
 It also times the sentence segmenter (sentences/s over the first --segmenter-docs abstracts of
 --dataset-root, uncached) and the configured judge over every rated MTRAG answer (answers/s,
 cold segmentation cache; target: >= 10 answers/s).
@@ -43,6 +51,11 @@ TARGETS = {
     "split_evidence": ("supported_given_original_accepted", 0.90),
 }
 QUICK_MAX_CLAIMS = 40
+# Answer level, at the judge's operating point (what the scorecard and the gate read): the
+# share of edited answers judged unfaithful among those whose unedited answer was judged
+# faithful, and the share of unedited human-rated faithful answers judged faithful.
+ANSWER_TARGETS = {"negation": 0.90, "changed_number": 0.90, "swapped_entity": 0.90}
+ORIGINAL_ACCEPTED_TARGET = 0.90
 
 
 def judges(params: Path, verifier: Path | None = None) -> dict:
@@ -101,6 +114,76 @@ def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
         v = judge.judge("", p["claim"], p["contexts"])
         out[p["id"]] = "no_claims" if v.score is None else "accepted" if v.score == 1 else "flagged"
     return out, time.perf_counter() - t0
+
+
+def judge_threshold(name: str, params: Path) -> float | None:
+    """The decision threshold of a judge of `judges`: the configured judge's, or
+    conf/judge/verifier.yaml's for the verifier (None: ragrig.judge's default)."""
+    import yaml
+
+    from ragrig.config import load_section, validate_section
+
+    if name.startswith("verifier"):
+        path = C.PROJECT_ROOT / "conf" / "judge" / "verifier.yaml"
+        cfg = validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
+    else:
+        cfg = load_section("judge", params)
+    return cfg.decision_threshold
+
+
+def run_answers(judge, probes: list[dict], threshold: float | None) -> tuple[dict, float]:
+    """probe id -> (decision, soft-score-only decision), each accepted / flagged / no_claims, at
+    the operating point: ragrig.judge.decide, as the judge stage decides; and the wall time."""
+    from ragrig.judge import DEFAULT_DECISION_THRESHOLD, decide
+
+    t = DEFAULT_DECISION_THRESHOLD if threshold is None else threshold
+    word = {None: "no_claims", 1.0: "accepted", 0.0: "flagged"}
+    out = {}
+    t0 = time.perf_counter()
+    for p in probes:
+        v = judge.judge(p.get("question", ""), p["answer"], p["contexts"])
+        n, k = len(v.extracted), len(v.supported)
+        decision, _ = decide(v.soft_score, n, k, list(v.contradictions), t)
+        soft_only, _ = decide(v.soft_score, n, k, [], t)
+        out[p["id"]] = (word[decision], word[soft_only])
+    return out, time.perf_counter() - t0
+
+
+def summarise_answers(probes: list[dict], result: dict, which: int = 0) -> dict:
+    """Per kind at the operating point (`which` 0: the decision, 1: the soft score alone): the
+    share flagged; for the edits, the share flagged among probes whose unedited answer was
+    accepted; for the unedited answers, the share accepted (a judge that rejects everything
+    meets no edit target and fails this one)."""
+    outcome = {pid: r[which] for pid, r in result.items()}
+    originals = [p for p in probes if p["kind"] == "original"]
+    accepted = {p["source_id"] for p in originals if outcome[p["id"]] == "accepted"}
+    judged = [p for p in originals if outcome[p["id"]] != "no_claims"]
+    rows: dict = {
+        "original": {
+            "n": len(originals),
+            "no_claims": len(originals) - len(judged),
+            "accepted": len(accepted) / len(judged) if judged else None,
+            "target": {"accepted": ORIGINAL_ACCEPTED_TARGET},
+        }
+    }
+    r = rows["original"]
+    r["target_met"] = None if r["accepted"] is None else r["accepted"] >= ORIGINAL_ACCEPTED_TARGET
+    for kind in B.PERTURBATIONS:
+        ps = [p for p in probes if p["kind"] == kind]
+        cond = [p for p in ps if p["source_id"] in accepted]
+        flagged = sum(outcome[p["id"]] == "flagged" for p in cond)
+        row = {
+            "n": len(ps),
+            "flagged": (sum(outcome[p["id"]] == "flagged" for p in ps) / len(ps) if ps else None),
+            "n_original_accepted": len(cond),
+            "flagged_given_original_accepted": flagged / len(cond) if cond else None,
+        }
+        if kind in ANSWER_TARGETS:
+            row["target"] = {"flagged_given_original_accepted": ANSWER_TARGETS[kind]}
+            m = row["flagged_given_original_accepted"]
+            row["target_met"] = None if m is None else m >= ANSWER_TARGETS[kind]
+        rows[kind] = row
+    return rows
 
 
 def summarise(probes: list[dict], result: dict[str, str]) -> dict:
@@ -233,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_probes: no probe was built (no supported claim found)", file=sys.stderr)
         return 2
 
+    answer_probes = [p for p in probes if p.get("level") == "answer"]
+    probes = [p for p in probes if p.get("level", "claim") == "claim"]
     result = {
         **C.header("probes", ["pysbd"]),
         "config": {
@@ -242,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "max_claims": max_claims,
             "probes": len(probes),
+            "answer_probes": len(answer_probes),
             "build_s": round(build_s, 2),
             "by_source": stats,
         },
@@ -301,6 +387,38 @@ def main(argv: list[str] | None = None) -> int:
             ],
             digits=3,
         )
+    # answer level, for the judges the pipeline would use: the configured one (and the verifier)
+    result["answer_level"] = {}
+    for name in [n for n in built if n.endswith("_configured") or n == "verifier"]:
+        threshold = judge_threshold(name, args.params)
+        outcome, seconds = run_answers(built[name], answer_probes, threshold)
+        rows = summarise_answers(answer_probes, outcome)
+        soft = summarise_answers(answer_probes, outcome, which=1)
+        result["answer_level"][name] = {
+            "threshold": threshold,
+            "answers_per_s": round(len(answer_probes) / seconds, 1) if seconds else None,
+            "kinds": rows,
+            "soft_score_only": soft,
+        }
+        C.print_table(
+            f"judge {name} at its operating point (threshold {threshold}): "
+            f"{len(answer_probes)} whole answers",
+            ["kind", "n", "flagged|orig ok", "soft only", "accepted", "target"],
+            [
+                [
+                    kind,
+                    r["n"],
+                    r.get("flagged_given_original_accepted"),
+                    soft[kind].get("flagged_given_original_accepted"),
+                    r.get("accepted"),
+                    ""
+                    if "target" not in r
+                    else f">= {next(iter(r['target'].values()))} met={r['target_met']}",
+                ]
+                for kind, r in rows.items()
+            ],
+            digits=3,
+        )
     result["segmenter"] = segmenter_speed(args.dataset_root, args.segmenter_docs)
     print(
         f"\nsegmenter: {result['segmenter']['sentences']} sentences of "
@@ -316,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     default = list(result["backends"])[-1]
     mets = [r["target_met"] for r in result["backends"][default]["kinds"].values() if "target" in r]
+    if default in result["answer_level"]:
+        kinds = result["answer_level"][default]["kinds"].values()
+        mets += [r["target_met"] for r in kinds if "target" in r]
     result["target_met"] = False if False in mets else None if None in mets or not mets else True
     result["target_judge"] = default
     C.write_json(args.json, result)

@@ -18,8 +18,13 @@ From each supported claim: the claim itself (`original`, expected supported), it
 claim unchanged, its evidence sentence cut into two adjacent sentences (expected supported).
 Kinds that do not apply to a claim (no auxiliary, no number...) are counted as skipped.
 
-One probe a line: id, kind, claim, contexts, expected ("supported" / "not_supported"), source,
-source_id, original. Seeded and deterministic: the same inputs and seed give the same bytes.
+Answer level (MTRAG): the same edits made to the claim's sentence inside its whole answer
+(`level` "answer", the answer in `answer`, the question in `question`; kind `original`: the
+answer with that sentence's markup removed, nothing else changed), for a judge's decision on the
+whole answer, which is what the scorecard and the gate read.
+
+One probe a line: id, kind, level ("claim" / "answer"), claim, contexts, expected ("supported" /
+"not_supported"), source, source_id, original (answer level: answer, question). Seeded and deterministic: the same inputs and seed give the same bytes.
 The output holds dataset text (SciFact: CC BY-NC 2.0): write it outside the repository.
 
     python benchmarks/build_probes.py --out /tmp/probes.jsonl [--scifact-root DIR]
@@ -178,22 +183,34 @@ def mtrag_claims(root: Path, seed: int) -> list[dict]:
         contexts = [docs[d] for d in ids]
         if not contexts:
             continue
+        answer = ev.get("model_response", "")
         sentences = (
             # no list marker ("3. Click ..."): its number is no claim to change
-            ent._LIST_MARKER.sub("", strip_citations(x)).replace("**", "").strip()
-            for x in split_sentences(ev.get("model_response", ""))
+            (ent._LIST_MARKER.sub("", strip_citations(x)).replace("**", "").strip(), x)
+            for x in split_sentences(answer)
         )
         candidates = [
-            s for s in sentences if len(s.split()) >= MIN_CLAIM_WORDS and not is_refusal(s)
+            (s, x)
+            for s, x in sentences
+            if len(s.split()) >= MIN_CLAIM_WORDS and not is_refusal(s) and x in answer
         ]
         if not candidates:
             continue
         rng = random.Random(f"{seed}:mtrag:{ev['task_id']}:{ev.get('model_id')}")
+        claim, raw = rng.choice(candidates)
+        question = next(
+            (t["text"] for t in reversed(task.get("input", [])) if t.get("speaker") == "user"), ""
+        )
         out.append(
             {
                 "source_id": f"mtrag:{ev['task_id']}:{ev.get('model_id')}",
-                "claim": rng.choice(candidates),
+                "claim": claim,
                 "contexts": contexts,
+                # the whole answer, for the answer-level probes: `raw` is the claim's sentence
+                # in it as written
+                "answer": answer,
+                "raw_sentence": raw,
+                "question": question,
             }
         )
     return out
@@ -250,6 +267,12 @@ def probes_for(item: dict, pool: list[str], seed: int, source: str) -> tuple[lis
             skipped[kind] += 1
             continue
         rows.append(_row(item, kind, text, contexts, claim, source))
+    if "answer" in item:  # the answer-level probes: the claim's sentence edited in its answer
+        for kind, text in made.items():
+            if text is None or (kind != "original" and text == claim):
+                continue
+            answer = item["answer"].replace(item["raw_sentence"], text, 1)
+            rows.append(_row(item, kind, claim, contexts, claim, source, answer=answer))
     cut = None
     if evidence is not None:
         d, i = evidence
@@ -266,8 +289,8 @@ def probes_for(item: dict, pool: list[str], seed: int, source: str) -> tuple[lis
     return rows, skipped
 
 
-def _row(item, kind, claim, contexts, original, source) -> dict:
-    return {
+def _row(item, kind, claim, contexts, original, source, answer: str | None = None) -> dict:
+    row = {
         "id": f"{item['source_id']}:{kind}",
         "kind": kind,
         "claim": claim,
@@ -276,7 +299,16 @@ def _row(item, kind, claim, contexts, original, source) -> dict:
         "source": source,
         "source_id": item["source_id"],
         "original": original,
+        "level": "claim",
     }
+    if answer is not None:
+        row.update(
+            id=f"{item['source_id']}:answer:{kind}",
+            level="answer",
+            answer=answer,
+            question=item.get("question", ""),
+        )
+    return row
 
 
 def _sample(items: list[dict], max_claims: int | None, seed: int, source: str) -> list[dict]:
@@ -311,6 +343,7 @@ def build(
         names_by_item = {it["source_id"]: swappable_names(it["claim"]) for it in items}
         skipped: Counter = Counter()
         made: Counter = Counter()
+        answers: Counter = Counter()
         for it in items:
             pool = sorted(
                 {n for sid, ns in names_by_item.items() if sid != it["source_id"] for n in ns}
@@ -318,11 +351,14 @@ def build(
             probes, skip = probes_for(it, pool, seed, source)
             rows.extend(probes)
             skipped.update(skip)
-            made.update(p["kind"] for p in probes)
+            made.update(p["kind"] for p in probes if p["level"] == "claim")
+            answers.update(p["kind"] for p in probes if p["level"] == "answer")
         stats[source] = {
             "claims": len(items),
             **{k: {"probes": made[k], "skipped": skipped[k]} for k in KINDS},
         }
+        if answers:
+            stats[source]["answer_level"] = {k: answers[k] for k in ("original", *PERTURBATIONS)}
     return rows, stats
 
 

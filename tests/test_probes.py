@@ -37,8 +37,19 @@ def _build(out: Path, *args) -> list[dict]:
 
 def test_build_probes_on_the_fixtures_is_exact_and_deterministic(tmp_path):
     args = ["--scifact-root", FIXTURE, "--mtrag-root", MTRAG]
-    rows = _build(tmp_path / "a.jsonl", *args)
+    everything = _build(tmp_path / "a.jsonl", *args)
+    rows = [r for r in everything if r["level"] == "claim"]
     assert len(rows) == 25
+    # the answer level: MTRAG's edits made inside the whole answer (each a sentence here)
+    answers = {r["id"]: r for r in everything if r["level"] == "answer"}
+    assert len(answers) == 11 == len(everything) - 25
+    changed = answers["mtrag:t2:reference:answer:changed_number"]
+    assert changed["answer"] == (
+        "Refunds are processed within 48 hours of the request, but orders shipped to Norway "
+        "take longer."
+    )
+    assert changed["question"] == "How fast are refunds?" and changed["kind"] == "changed_number"
+    assert changed["claim"] == answers["mtrag:t2:reference:answer:original"]["answer"]
     kinds = {}
     for r in rows:
         kinds[(r["source"], r["kind"])] = kinds.get((r["source"], r["kind"]), 0) + 1
@@ -68,6 +79,7 @@ def test_build_probes_on_the_fixtures_is_exact_and_deterministic(tmp_path):
         "source": "scifact",
         "source_id": "scifact:1:d01",
         "original": "Mars has two moons named Phobos and Deimos.",
+        "level": "claim",
     }
     # only the answers rated faithful (mean >= 3) with a claim sentence: t2/gpt-4o is rated 1.33,
     # t3/reference is a refusal
@@ -188,7 +200,18 @@ def test_bench_probes_on_the_fixtures(tmp_path):
     split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
     assert (split["n"], split["supported"], split["supported_given_original_accepted"]) == (1, 1, 1)
     assert split["target"] == {"supported_given_original_accepted": 0.9}
-    assert r["target_met"] is True and r["target_judge"] == "overlap_configured"
+    # whole answers at the operating point: the negated sentence decides where the soft score
+    # alone flags none; one of the three unedited answers is not accepted, so the unedited
+    # answers' target (0.9) is not met on this fixture
+    assert r["config"]["answer_probes"] == 11
+    level = r["answer_level"]["overlap_configured"]
+    assert level["threshold"] == pytest.approx(0.7467, abs=1e-4)
+    kinds = level["kinds"]
+    assert kinds["negation"]["flagged_given_original_accepted"] == 1.0
+    assert level["soft_score_only"]["negation"]["flagged_given_original_accepted"] == 0.0
+    assert kinds["swapped_entity"]["flagged_given_original_accepted"] == 1.0
+    assert (kinds["original"]["n"], kinds["original"]["accepted"]) == (3, pytest.approx(2 / 3))
+    assert r["target_met"] is False and r["target_judge"] == "overlap_configured"
     assert (r["segmenter"]["documents"], r["segmenter"]["sentences"]) == (20, 35)
     assert r["judge_speed_mtrag"]["answers"] == 5 and r["judge_speed_mtrag"]["answers_per_s"] > 0
 
