@@ -238,6 +238,10 @@ def headline_rows(metrics: Mapping[str, Any]) -> list[tuple[str, Any, str | None
             v = _get(metrics, "judge", "faithfulness")
         if v is not None:
             rows.append((a, v, f"axis/{a}", "score"))
+    score = _get(card or {}, "faithfulness", "score", "mean")
+    if score is not None and _get(card or {}, "faithfulness", "reads") == "decision":
+        # the axis is the share judged faithful: the soft score's mean beside it
+        rows.append(("faithfulness mean score", score, "faithfulness/score", "score"))
     if card and card.get("weighted") is not None:
         rows.append(("weighted score", card["weighted"], None, "score"))
     cost = _get(metrics, "cost_usd_per_query", "system", "mean")
