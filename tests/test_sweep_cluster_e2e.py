@@ -1,4 +1,5 @@
-"""Sweep points on a cluster through Hydra's launcher plugins, on the tiny fixture with real DVC:
+"""Sweep points on a cluster through Hydra's launcher plugins, on copies of the session's fixture
+run (tiny_run) with real DVC:
 the Ray launcher on a 2-CPU Ray cluster (`ray start --head`, stopped by its process id) and
 submitit's local executor give each point the metrics the sequential sweep gives it, computing
 each stage configuration once; an unreachable Ray address or a missing `sbatch` fails in seconds
@@ -18,14 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BIN, copy_project, project_env, sh
+from .conftest import BIN, TINY, copy_run, project_env, sh
 
 pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
-BASE = ["dataset=tiny", "generate=extractive", "chunk=recursive", "chunk.overlap=2"]
-# two points that differ from retrieve on: each launcher must compute parse..index once and
-# retrieve once per point (test_sweep_e2e sweeps a chunk size through the same engine)
-GRID = ["chunk.max_tokens=8", "retrieve.ef_search=16,64"]
+BASE = TINY
+# two points that differ from retrieve on, in copies of the session's fixture run (tiny_run):
+# parse..index are restored from its run-cache, retrieve runs once per point on each launcher
+# (test_sweep_e2e sweeps a chunk size through the same engine)
+GRID = ["retrieve.ef_search=16,64"]
 # Ray's token authentication (on by default for `ray start`): a driver joining the cluster
 # sends the token of ~/.ray/auth_token only in token mode
 RAY_ENV = {"RAY_AUTH_MODE": "token"}
@@ -52,12 +54,11 @@ def _ran(ws: Path, since: int = 0) -> collections.Counter:
     return collections.Counter(e["stage"] for e in entries if e["status"] == "ok")
 
 
-def _project(root: Path) -> Path:
-    ws = copy_project(root)
-    sh([_python(), "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE], ws)
-    sh(["git", "add", "-A"], ws)
-    sh(["git", "commit", "-qm", "tiny params"], ws)
+def _project(run: Path, root: Path) -> Path:
+    """A copy of the session's fixture run (TINY, its DVC cache and run-cache), its stage log
+    emptied: what ran in it is what this module ran."""
+    ws = copy_run(run, root)
+    (ws / ".ragrig" / "stage_log.jsonl").unlink(missing_ok=True)
     return ws
 
 
@@ -82,8 +83,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def sequential(tmp_path_factory) -> list[dict]:
-    ws = _project(tmp_path_factory.mktemp("seq") / "proj")
+def sequential(tmp_path_factory, tiny_run) -> list[dict]:
+    ws = _project(tiny_run, tmp_path_factory.mktemp("seq") / "proj")
     _, rows, _ = _sweep(ws, "seq", "-j", "1", *BASE, *GRID)
     assert [r["status"] for r in rows] == ["ok", "ok"]
     return rows
@@ -140,8 +141,8 @@ def ray_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ray_ws(tmp_path_factory) -> Path:
-    return _project(tmp_path_factory.mktemp("ray") / "proj")
+def ray_ws(tmp_path_factory, tiny_run) -> Path:
+    return _project(tiny_run, tmp_path_factory.mktemp("ray") / "proj")
 
 
 def test_ray_launcher_matches_sequential_and_computes_each_stage_once(
@@ -163,18 +164,19 @@ def test_ray_launcher_matches_sequential_and_computes_each_stage_once(
         assert 0.0 <= got["metrics"]["retrieval/ndcg_at_10"] <= 1.0
         assert quality(got["metrics"]) == quality(want["metrics"])
     ran = _ran(ray_ws)
+    # parse..index restored from the fixture run's cache; retrieve once per point
     assert {s: ran[s] for s in ("parse", "chunk", "embed", "index", "retrieve", "report")} == {
-        "parse": 1,
-        "chunk": 1,
-        "embed": 1,
-        "index": 1,
+        "parse": 0,
+        "chunk": 0,
+        "embed": 0,
+        "index": 0,
         "retrieve": 2,
         "report": 2,
     }
 
 
-def test_submitit_local_matches_sequential(tmp_path_factory, sequential):
-    ws = _project(tmp_path_factory.mktemp("submitit") / "proj")
+def test_submitit_local_matches_sequential(tmp_path_factory, sequential, tiny_run):
+    ws = _project(tiny_run, tmp_path_factory.mktemp("submitit") / "proj")
     out, rows, _ = _sweep(ws, "submitit", "hydra/launcher=submitit_local", *BASE, *GRID)
     assert "on submitit local" in out
     assert [r["params"] for r in rows] == [r["params"] for r in sequential]
@@ -182,7 +184,7 @@ def test_submitit_local_matches_sequential(tmp_path_factory, sequential):
         assert got["status"] == "ok"
         assert quality(got["metrics"]) == quality(want["metrics"])
     assert (ws / ".ragrig" / "submitit" / "jobs" / ".submitit").is_dir()  # submitit's own records
-    assert (_ran(ws)["parse"], _ran(ws)["embed"], _ran(ws)["retrieve"]) == (1, 1, 2)
+    assert (_ran(ws)["parse"], _ran(ws)["embed"], _ran(ws)["retrieve"]) == (0, 0, 2)
 
 
 def test_unreachable_ray_address_fails_in_seconds_before_any_point(ray_ws):
@@ -264,8 +266,7 @@ def test_killed_worker_is_a_failed_point_and_the_other_runs(ray_ws, ray_cluster)
         "hydra/launcher=ray",
         f"hydra.launcher.ray.init.address={ray_cluster}",
         *BASE,
-        "chunk.max_tokens=8",
-        "retrieve.ef_search=16,64",
+        "retrieve.ef_search=24,48",
     ]
     proc = subprocess.Popen(
         cmd,
@@ -288,4 +289,4 @@ def test_killed_worker_is_a_failed_point_and_the_other_runs(ray_ws, ray_cluster)
     assert rows[0]["error"].startswith(f"Ray ({ray_cluster}): WorkerCrashedError")
     assert rows[1]["metrics"]["retrieval/ndcg_at_10"] >= 0.0
     failed = next(ln for ln in stdout.splitlines() if "FAILED" in ln)
-    assert failed.startswith("[") and "retrieve.ef_search=16" in failed
+    assert failed.startswith("[") and "retrieve.ef_search=24" in failed
