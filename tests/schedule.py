@@ -16,17 +16,16 @@ TESTS = Path(__file__).resolve().parent
 PROJECT = TESTS.parent
 SHARED_RUN = "tiny_run"
 
-# Longest first: order only, so a renamed module costs time, never a result (its existence is
-# checked by tests/test_markers.py).
+# Longest first: order only, so a renamed module costs time, never a result (tests/test_markers.py
+# checks that each entry exists and is a unit of its own).
 LONGEST_FIRST = [
     "tests/test_benchmarks_smoke.py",
-    "tests/test_sweep_cluster_e2e.py",
+    SHARED_RUN,  # the fixture run, the end-to-end tests and the cluster sweeps on its copies
     "tests/test_sweep_e2e.py",
     "tests/test_sweep_worktree_e2e.py",
     "tests/test_remote_cache.py",
     "tests/test_fresh_clone.py",
     "tests/test_tracking_postgres.py",
-    SHARED_RUN,
     "tests/unit/test_embed_ray.py",
     "tests/unit/test_generate_torch.py",
     "tests/test_mlflow_ui_view.py",

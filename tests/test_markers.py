@@ -54,7 +54,8 @@ def test_the_default_tier_refuses_a_full_test():
 def test_units_of_work_keep_the_shared_run_on_one_worker():
     for module in LONGEST_FIRST:
         assert module == SHARED_RUN or (PROJECT / module).is_file(), module
-    for module in ("test_e2e", "test_canary_key", "test_runtime_params"):
+        assert unit_of(f"{module}::t") == module or module == SHARED_RUN, module
+    for module in ("test_e2e", "test_canary_key", "test_runtime_params", "test_sweep_cluster_e2e"):
         assert unit_of(f"tests/{module}.py::test_x[a::b]") == SHARED_RUN
     assert unit_of("tests/test_markers.py::test_x") == "tests/test_markers.py"
     assert unit_of("tests/unit/test_embed.py::test_x[minilm]") == "tests/unit/test_embed.py"
