@@ -116,9 +116,9 @@ def run_judge(judge, probes: list[dict]) -> tuple[dict[str, str], float]:
     return out, time.perf_counter() - t0
 
 
-def judge_threshold(name: str, params: Path) -> float | None:
-    """The decision threshold of a judge of `judges`: the configured judge's, or
-    conf/judge/verifier.yaml's for the verifier (None: ragrig.judge's default)."""
+def judge_decision(name: str, params: Path) -> tuple[float | None, list[str]]:
+    """The decision threshold and veto of a judge of `judges`: the configured judge's, or
+    conf/judge/verifier.yaml's for the verifier (threshold None: ragrig.judge's default)."""
     import yaml
 
     from ragrig.config import load_section, validate_section
@@ -128,12 +128,18 @@ def judge_threshold(name: str, params: Path) -> float | None:
         cfg = validate_section("judge", yaml.safe_load(path.read_text(encoding="utf-8")))
     else:
         cfg = load_section("judge", params)
-    return cfg.decision_threshold
+    return cfg.decision_threshold, list(cfg.veto)
 
 
-def run_answers(judge, probes: list[dict], threshold: float | None) -> tuple[dict, float]:
-    """probe id -> (decision, soft-score-only decision), each accepted / flagged / no_claims, at
-    the operating point: ragrig.judge.decide, as the judge stage decides; and the wall time."""
+ALL_CHECKS = ("negation", "number", "entity", "fabricated")
+
+
+def run_answers(
+    judge, probes: list[dict], threshold: float | None, veto: list[str]
+) -> tuple[dict, float]:
+    """probe id -> (decision, soft-score-only decision, decision with every hard check), each
+    accepted / flagged / no_claims, at the operating point: ragrig.judge.decide, as the judge
+    stage decides with its `veto`; and the wall time."""
     from ragrig.judge import DEFAULT_DECISION_THRESHOLD, decide
 
     t = DEFAULT_DECISION_THRESHOLD if threshold is None else threshold
@@ -143,14 +149,17 @@ def run_answers(judge, probes: list[dict], threshold: float | None) -> tuple[dic
     for p in probes:
         v = judge.judge(p.get("question", ""), p["answer"], p["contexts"])
         n, k = len(v.extracted), len(v.supported)
-        decision, _ = decide(v.soft_score, n, k, list(v.contradictions), t)
+        found = list(v.contradictions)
+        decision, _ = decide(v.soft_score, n, k, found, t, veto)
         soft_only, _ = decide(v.soft_score, n, k, [], t)
-        out[p["id"]] = (word[decision], word[soft_only])
+        every, _ = decide(v.soft_score, n, k, found, t, ALL_CHECKS)
+        out[p["id"]] = (word[decision], word[soft_only], word[every])
     return out, time.perf_counter() - t0
 
 
 def summarise_answers(probes: list[dict], result: dict, which: int = 0) -> dict:
-    """Per kind at the operating point (`which` 0: the decision, 1: the soft score alone): the
+    """Per kind at the operating point (`which` 0: the decision, 1: the soft score alone, 2: with
+    every hard check deciding): the
     share flagged; for the edits, the share flagged among probes whose unedited answer was
     accepted; for the unedited answers, the share accepted (a judge that rejects everything
     meets no edit target and fails this one)."""
@@ -390,26 +399,30 @@ def main(argv: list[str] | None = None) -> int:
     # answer level, for the judges the pipeline would use: the configured one (and the verifier)
     result["answer_level"] = {}
     for name in [n for n in built if n.endswith("_configured") or n == "verifier"]:
-        threshold = judge_threshold(name, args.params)
-        outcome, seconds = run_answers(built[name], answer_probes, threshold)
+        threshold, veto = judge_decision(name, args.params)
+        outcome, seconds = run_answers(built[name], answer_probes, threshold, veto)
         rows = summarise_answers(answer_probes, outcome)
         soft = summarise_answers(answer_probes, outcome, which=1)
+        every = summarise_answers(answer_probes, outcome, which=2)
         result["answer_level"][name] = {
             "threshold": threshold,
+            "veto": veto,
+            "every_check": every,
             "answers_per_s": round(len(answer_probes) / seconds, 1) if seconds else None,
             "kinds": rows,
             "soft_score_only": soft,
         }
         C.print_table(
-            f"judge {name} at its operating point (threshold {threshold}): "
+            f"judge {name} at its operating point (threshold {threshold}, veto {veto}): "
             f"{len(answer_probes)} whole answers",
-            ["kind", "n", "flagged|orig ok", "soft only", "accepted", "target"],
+            ["kind", "n", "flagged|orig ok", "soft only", "every check", "accepted", "target"],
             [
                 [
                     kind,
                     r["n"],
                     r.get("flagged_given_original_accepted"),
                     soft[kind].get("flagged_given_original_accepted"),
+                    every[kind].get("flagged_given_original_accepted", every[kind].get("accepted")),
                     r.get("accepted"),
                     ""
                     if "target" not in r

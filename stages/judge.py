@@ -30,6 +30,7 @@ def main() -> None:
         llm=llm,
         weights=cfg.weights.model_dump(),
         threshold=cfg.decision_threshold,
+        veto=cfg.veto,
     )
     precision = None
     if cfg.method == "verifier":  # the verifier's matrix products on this CPU
@@ -50,7 +51,7 @@ def main() -> None:
                 "llm_status": llm_status,
                 "llm_cached": int(judgments["llm_cached"].sum()),
                 "precision_decision": precision,
-                "decision": decision_record(cfg.decision_threshold, judgments),
+                "decision": decision_record(cfg.decision_threshold, judgments, cfg.veto),
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")

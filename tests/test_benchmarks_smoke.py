@@ -220,7 +220,7 @@ def test_probes_benchmark(smoke):
     # the fixture's split-evidence claim is read as one two-sentence window
     assert kinds["split_evidence"]["supported_given_original_accepted"] == 1.0
     assert r["config"]["answer_probes"] == 11  # tests/test_probes.py checks their figures
-    assert r["target_met"] is False  # the unedited answers' target (0.9) is not met here
+    assert r["target_met"] is False  # the answer-level negation target is not met here
 
 
 def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):

@@ -200,17 +200,21 @@ def test_bench_probes_on_the_fixtures(tmp_path):
     split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
     assert (split["n"], split["supported"], split["supported_given_original_accepted"]) == (1, 1, 1)
     assert split["target"] == {"supported_given_original_accepted": 0.9}
-    # whole answers at the operating point: the negated sentence decides where the soft score
-    # alone flags none; one of the three unedited answers is not accepted, so the unedited
-    # answers' target (0.9) is not met on this fixture
+    # whole answers at the operating point, with the judge's veto (number, fabricated): a
+    # changed number decides where the soft score alone flags none; a negated sentence decides
+    # only with every hard check on, which also rejects one of the three unedited answers
     assert r["config"]["answer_probes"] == 11
     level = r["answer_level"]["overlap_configured"]
     assert level["threshold"] == pytest.approx(0.7467, abs=1e-4)
-    kinds = level["kinds"]
-    assert kinds["negation"]["flagged_given_original_accepted"] == 1.0
-    assert level["soft_score_only"]["negation"]["flagged_given_original_accepted"] == 0.0
-    assert kinds["swapped_entity"]["flagged_given_original_accepted"] == 1.0
-    assert (kinds["original"]["n"], kinds["original"]["accepted"]) == (3, pytest.approx(2 / 3))
+    assert level["veto"] == ["number", "fabricated"]
+    kinds, soft, every = level["kinds"], level["soft_score_only"], level["every_check"]
+    assert kinds["changed_number"]["flagged"] == 1.0 and soft["changed_number"]["flagged"] == 0.0
+    assert kinds["negation"]["flagged_given_original_accepted"] == 0.0
+    assert every["negation"]["flagged_given_original_accepted"] == 1.0
+    assert every["swapped_entity"]["flagged_given_original_accepted"] == 1.0
+    assert (kinds["original"]["n"], kinds["original"]["accepted"]) == (3, 1.0)
+    assert every["original"]["accepted"] == pytest.approx(2 / 3)
+    # the claim-level targets are met, the answer-level negation target is not
     assert r["target_met"] is False and r["target_judge"] == "overlap_configured"
     assert (r["segmenter"]["documents"], r["segmenter"]["sentences"]) == (20, 35)
     assert r["judge_speed_mtrag"]["answers"] == 5 and r["judge_speed_mtrag"]["answers_per_s"] > 0

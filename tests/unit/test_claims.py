@@ -332,7 +332,9 @@ def test_negation_scopes_and_claim_negations():
     ]
     assert negation_scopes("They don’t cure gout.", 4) == [{"cure", "gout"}]
     assert claim_negations("Aspirin does not reduce fever.") == (frozenset({"reduc"}),)
-    assert claim_negations("No.") == (frozenset(),)
+    assert claim_negations("No.") == (frozenset(),)  # a bare "No" needs a negating sentence
+    assert claim_negations("No, it reduces fever.") == ()  # an answer particle before a claim
+    assert claim_negations("It is not only cheap.") == ()
     assert claim_negations("Aspirin reduces fever.") == ()
 
 

@@ -44,8 +44,13 @@ def _hard(answer: str) -> list[tuple[str, str]]:
             [(NUMBER, "250")],
         ),
         ("The trial enrolled 240 patients in Bergen.", [(ENTITY, "Bergen")]),
-        # no support at all is no negation conflict; a name it adds is fabricated
-        ("Mars has a thick atmosphere of carbon dioxide.", [(FABRICATED, "Mars")]),
+        # no support at all is no negation conflict; a name it adds is fabricated, unless it
+        # opens the sentence (there a capitalised word may be no name)
+        ("The planet Mars has a thick atmosphere of carbon dioxide.", [(FABRICATED, "Mars")]),
+        ("Mars has a thick atmosphere of carbon dioxide.", []),
+        # an answer particle and "not just" negate nothing
+        ("No, aspirin reduces fever in adults.", []),
+        ("Aspirin reduces fever not just in adults.", []),
         ("The planet has a thick atmosphere of carbon dioxide.", []),
     ],
 )
@@ -83,6 +88,13 @@ def test_decide(soft, n, sup, hard, expected):
     assert decide(soft, n, sup, hard, 0.7) == expected
 
 
+def test_only_the_vetoing_kinds_decide_and_every_finding_names_the_failure():
+    negated = [("c", NEGATION, "x")]
+    assert decide(0.99, 2, 1, negated, 0.7, veto=("number", "fabricated")) == (1.0, "")
+    assert decide(0.5, 2, 1, negated, 0.7, veto=("number",)) == (0.0, "contradiction")
+    assert decide(0.99, 2, 1, [("c", NUMBER, "7")], 0.7, veto=("number",)) == (0.0, "wrong_number")
+
+
 def test_judge_all_decides_at_the_threshold_and_a_contradiction_overrides_the_score():
     gens = pd.DataFrame(
         {
@@ -99,7 +111,10 @@ def test_judge_all_decides_at_the_threshold_and_a_contradiction_overrides_the_sc
         }
     )
     queries = dict.fromkeys(gens["qid"], "What does aspirin do?")
-    out = judge_all(OverlapJudge(), gens, queries, progress=False, threshold=0.75).set_index("qid")
+    every = ("negation", "number", "entity", "fabricated")
+    out = judge_all(
+        OverlapJudge(), gens, queries, progress=False, threshold=0.75, veto=every
+    ).set_index("qid")
     assert out.loc["q1", "judged_faithful"] == 1.0 and out.loc["q1", "failure_mode"] == ""
     assert out.loc["q2", "answer_support"] == 0.5  # the supported share, no answer model here
     assert out.loc["q2", "judged_faithful"] == 0.0
@@ -114,10 +129,11 @@ def test_judge_all_decides_at_the_threshold_and_a_contradiction_overrides_the_sc
     assert pd.isna(out.loc["q4", "judged_faithful"]) and out.loc["q4", "status"] == "no_claims"
     assert out["judged_faithful"].dtype == "float64"
 
-    record = decision_record(0.75, out.reset_index())
+    record = decision_record(0.75, out.reset_index(), every)
     assert record == {
         "threshold": 0.75,
         "calibrated": True,
+        "veto": sorted(every),
         "judged": 3,
         "judged_faithful": 1,
         "contradicted": 1,

@@ -67,7 +67,10 @@ def build_scorers(
             return jc
         return jc.model_copy(update={"answer_model": AnswerModelConfig(**model.as_config())})
 
-    scorers = [JudgeScorer(n, make_judge(judge_cfg(n))) for n in cfg.judges]
+    scorers = []
+    for n in cfg.judges:
+        jc = judge_cfg(n)
+        scorers.append(JudgeScorer(n, make_judge(jc), veto=jc.veto))
     scorers += [BaselineScorer(n, BASELINES[n]()) for n in cfg.baselines]
     names = [s.name for s in scorers]
     if len(set(names)) != len(names):

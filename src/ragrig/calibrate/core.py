@@ -90,22 +90,22 @@ class Scorer:
 class JudgeScorer(Scorer):
     """A ragrig.judge backend, scored as the judge stage decides (ragrig.judge.decide): the
     verdict's soft score (the calibrated P(faithful), the mean claim score for a judge that gives
-    claim scores, else supported / extracted claims), or 0 when a hard check contradicts a claim,
+    claim scores, else supported / extracted claims), or 0 when a hard check of a kind in `veto`
+    (the judge's judge.veto) contradicts a claim,
     so that an answer is judged faithful at a threshold t > 0 exactly when the pipeline judges it
     so, and the threshold is fitted on the decision the gate reads."""
 
-    def __init__(self, name: str, judge: Any):
-        self.name, self.judge = name, judge
+    def __init__(self, name: str, judge: Any, veto: Any = ("number", "fabricated")):
+        self.name, self.judge, self.veto = name, judge, tuple(veto)
         # (task_id, model_id) -> the verdict's answer kind, for refusal detection
         self.kinds: dict[tuple[str, str], str] = {}
 
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
         self.kinds[(item.task_id, item.model_id)] = verdict.kind
-        if verdict.soft_score is not None and verdict.contradictions:
-            return 0.0, "contradicted: " + "; ".join(
-                f"{kind} {detail}" for _, kind, detail in verdict.contradictions
-            )
+        decisive = [c for c in verdict.contradictions if c[1] in self.veto]
+        if verdict.soft_score is not None and decisive:
+            return 0.0, "contradicted: " + "; ".join(f"{k} {d}" for _, k, d in decisive)
         return verdict.soft_score, verdict.reason
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
 
+from ragrig.judge.config import DEFAULT_VETO
 from ragrig.schemas import FAILURE_MODES, GENERATION_FAILED
 
 
@@ -170,16 +171,22 @@ def decide(
     n_supported: int,
     contradictions: list[tuple[str, str, str]],
     threshold: float,
+    veto: Collection[str] = ("negation", "number", "entity", "fabricated"),
 ) -> tuple[float | None, str]:
-    """(judged_faithful, failure_mode) of one answer: faithful when no hard check contradicts a
-    claim and its answer-level score `soft` is >= `threshold`; None for an answer with no
-    claims. A contradiction decides whatever the soft score."""
+    """(judged_faithful, failure_mode) of one answer: unfaithful when a hard check of a kind in
+    `veto` contradicts a claim, whatever its soft score; else faithful when its answer-level
+    score `soft` is >= `threshold`; None for an answer with no claims. The failure mode of an
+    unfaithful answer is its first finding's (any kind), else fabrication or
+    overgeneralisation."""
     if n_claims == 0 or soft is None:
         return None, ""
-    if contradictions:
-        return 0.0, _MODE_OF_KIND.get(contradictions[0][1], "contradiction")
+    decisive = [c for c in contradictions if c[1] in veto]
+    if decisive:
+        return 0.0, _MODE_OF_KIND.get(decisive[0][1], "contradiction")
     if soft >= threshold:
         return 1.0, ""
+    if contradictions:
+        return 0.0, _MODE_OF_KIND.get(contradictions[0][1], "contradiction")
     return 0.0, "fabrication" if n_supported < n_claims else "overgeneralisation"
 
 
@@ -236,7 +243,9 @@ def _llm_fields(llm: Any, question: str, answer: str, contexts: list[str]) -> di
     return fields
 
 
-def decision_record(threshold: float | None, judgments: pd.DataFrame) -> dict[str, Any]:
+def decision_record(
+    threshold: float | None, judgments: pd.DataFrame, veto: Collection[str] | None = None
+) -> dict[str, Any]:
     """The judge manifest's `decision`: the threshold used and where it came from, the answers
     judged, judged faithful, contradicted, and per failure mode."""
     judged = judgments["judged_faithful"].notna()
@@ -244,6 +253,7 @@ def decision_record(threshold: float | None, judgments: pd.DataFrame) -> dict[st
     return {
         "threshold": DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
         "calibrated": threshold is not None,
+        "veto": sorted(DEFAULT_VETO if veto is None else veto),
         "judged": int(judged.sum()),
         "judged_faithful": int((judgments["judged_faithful"] == 1.0).sum()),
         "contradicted": int((judgments.loc[judged, "contradictions"] != "[]").sum()),
@@ -259,6 +269,7 @@ def judge_all(
     llm: Any | None = None,
     weights: Mapping[str, float] | None = None,
     threshold: float | None = None,
+    veto: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
@@ -273,8 +284,9 @@ def judge_all(
 
     The decision (`decide`, at `threshold`: judge.decision_threshold, else
     DEFAULT_DECISION_THRESHOLD): `judged_faithful` 1/0 per scored answer on its `answer_support`,
-    0 whenever a hard check contradicts a claim (`contradictions`, JSON), with the
-    `failure_mode` of an unfaithful answer."""
+    0 whenever a hard check of a kind in `veto` (judge.veto, else DEFAULT_VETO) contradicts a
+    claim; every finding in `contradictions` (JSON), with the `failure_mode` of an unfaithful
+    answer."""
     from ragrig.judge.composite import composite
     from ragrig.progress import track
 
@@ -332,6 +344,7 @@ def judge_all(
                 fields["n_supported"],
                 hard,
                 DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
+                DEFAULT_VETO if veto is None else veto,
             )
             fields.update(judged_faithful=decision, failure_mode=mode)
             value, used = composite(

@@ -196,9 +196,28 @@ class EntityCheck:
         return 1 - (len(self.unseen_names) + len(self.unseen_numbers)) / total
 
 
+# Trademark signs between or after the words of a name ("IBM Cloud® Kubernetes Service")
+_MARKS = "®™©℠"
+
+
 def _phrase_in(name: str, haystack: str) -> bool:
-    pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in name.split()) + r"(?:['’]s)?(?!\w)"
+    gap = rf"[{_MARKS}]?\s+"
+    words = [re.escape(w.strip(_MARKS)) for w in name.split()]
+    pattern = r"(?<!\w)" + gap.join(words) + rf"[{_MARKS}]?(?:['’]s)?(?!\w)"
     return re.search(pattern, haystack, re.IGNORECASE) is not None
+
+
+# What may stand before a word that opens its sentence or clause: markup, a list marker, a
+# colon's clause
+_OPENING = re.compile(r"(?:^|[.!?:;•\n]|\d[.)]|\*\*|[(\[\"“])[\s*_#\"“'‘(\[-]*$")
+
+
+def opens_clause(name: str, text: str) -> bool:
+    """Whether every occurrence of `name` in `text` opens a sentence or a clause (after a colon,
+    a list marker or markup): a capitalised word there may be no name at all ("Ensure you are
+    ...", "**Check** the ..."), so it is no hard evidence of one."""
+    hits = list(re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text))
+    return bool(hits) and all(_OPENING.search(text[: m.start()]) for m in hits)
 
 
 def check(answer: str, context: str | list[str]) -> EntityCheck:

@@ -31,6 +31,12 @@ _PARTICLES = frozenset({"yes", "no", "yeah", "nope", "correct", "indeed", "true"
 # REVERSE_SCOPE content words after its cue, up to the end of the clause ("Smoking, not diet,
 # causes ..." negates "diet" only).
 REVERSE_SCOPE = 2
+# ...and the share of the claim's content words such a sentence must hold (a near restatement)
+REVERSE_HOLD = 0.8
+# "not only", "not just": no negation of what follows
+_NOT_A_NEGATION = frozenset({"only", "just", "merely", "simply", "necessarily", "least"})
+# An answer particle opening a claim ("No, you can deploy ..."): no negation of its content
+_LEADING_PARTICLE = re.compile(r"^\s*(?:no|nope)\s*[,;:]\s*(?=\S)", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[,;:()\u2013\u2014]|\s-\s")
 # The hard checks (ragrig.judge.Verdict.contradictions): kinds of finding. A number or name
 # absent from the context is NUMBER / ENTITY when the context holds the claim's other words (it
@@ -217,6 +223,7 @@ class OverlapJudge:
         claim that affirms ("X reduces Y") where every sentence holding its words negates one of
         them within its clause ("X did not reduce Y"). None without such sentences (no support
         is not a contradiction) or without a conflict; else what conflicts."""
+        need = 1.0 if short else self.threshold
         holding = self._holding(words, units, short)
         if not holding:
             return None
@@ -228,7 +235,8 @@ class OverlapJudge:
             ):
                 return None
             return "the claim negates what its context states"
-        if all(reverse & words for _, _, reverse in holding):
+        close = [u for u in holding if len(words & u[0]) / len(words) >= max(need, REVERSE_HOLD)]
+        if close and len(close) == len(holding) and all(r & words for _, _, r in close):
             return "the context negates what the claim states"
         return None
 
@@ -254,10 +262,13 @@ class OverlapJudge:
                     out.append((c, NEGATION, conflict))
             if entities:
                 found = ent.check(cs.surface[c], contexts)
-                if found.flag:
+                # a capitalised word opening its sentence or clause may be no name: only the
+                # soft entity overlap counts it
+                unseen = [n for n in found.unseen_names if not ent.opens_clause(n, cs.surface[c])]
+                if found.unseen_numbers or unseen:
                     held = bool(self._holding(cs.words[c], units, cs.short))
                     out += [(c, NUMBER if held else FABRICATED, n) for n in found.unseen_numbers]
-                    out += [(c, ENTITY if held else FABRICATED, n) for n in found.unseen_names]
+                    out += [(c, ENTITY if held else FABRICATED, n) for n in unseen]
         return tuple(out)
 
     def judge(
@@ -281,6 +292,7 @@ class OverlapJudge:
             for c in cs.claims
             if c not in contradicted
             and self.supported(cs.words[c], ctx, cs.short, claim_negations(cs.surface[c]))
+            and not (self.entity_check and ent.check(cs.surface[c], contexts).flag)
         ]
         uns = [c for c in cs.claims if c not in sup]
         found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
@@ -313,7 +325,7 @@ def negation_scopes(text: str, width: int) -> list[set[str]]:
     raw = [w.lower().replace("\u2019", "'") for w in _RAW_WORD.findall(text.replace("\u2019", "'"))]
     out = []
     for i, w in enumerate(raw):
-        if not _is_cue(w):
+        if not _is_cue(w) or (i + 1 < len(raw) and raw[i + 1] in _NOT_A_NEGATION):
             continue
         after = [t for t in raw[i + 1 :] if not _is_cue(t)]
         stems: list[str] = []
@@ -333,5 +345,6 @@ def clause_negation_scopes(text: str, width: int) -> list[set[str]]:
 
 def claim_negations(text: str) -> tuple[frozenset[str], ...]:
     """Per negation cue of a claim, the first content word it negates (empty for a bare cue):
-    "does not increase the risk" -> ({"increas"},)."""
-    return tuple(frozenset(s) for s in negation_scopes(text, 1))
+    "does not increase the risk" -> ({"increas"},). An answer particle opening the claim ("No,
+    ...") and "not only" / "not just" negate nothing."""
+    return tuple(frozenset(s) for s in negation_scopes(_LEADING_PARTICLE.sub("", text), 1))

@@ -130,6 +130,14 @@ class VerifierJudge:
         it. Such a claim scores 0 whatever the model says, so the model never reads it."""
         return self.claims.contradictions(cs, contexts, self.entity_check)
 
+    def rejected(self, cs: Any, contexts: list[str], hard: tuple) -> set[str]:
+        """The claims scored 0 without the model: those a hard check contradicts and, with
+        `entity_check`, those with any name or number absent from the context."""
+        out = {c for c, _, _ in hard}
+        if self.entity_check:
+            out |= {c for c in cs.claims if ent.check(cs.surface[c], contexts).flag}
+        return out
+
     def _pairs(
         self,
         claims: list[str],
@@ -158,7 +166,7 @@ class VerifierJudge:
         for question, answer, contexts in items:
             cs = self.claims.claim_set(question, answer)
             if cs.claims:
-                skip = {c for c, _, _ in self.hard_checks(cs, contexts)}
+                skip = self.rejected(cs, contexts, self.hard_checks(cs, contexts))
                 pairs += self._pairs(cs.claims, cs.words, contexts, skip)[0]
         self._scored = dict(zip(pairs, self.verifier.support(pairs), strict=True))
         return len(pairs)
@@ -195,7 +203,7 @@ class VerifierJudge:
             return Verdict([], [], [], reason=reason, kind=kind)
         has_sentences = any(split_sentences(c) for c in contexts)
         hard = self.hard_checks(cs, contexts)
-        rejected = {c for c, _, _ in hard}
+        rejected = self.rejected(cs, contexts, hard)
         scores = self.claim_probabilities(cs.claims, cs.words, contexts, rejected)
         sup = [c for c, s in zip(cs.claims, scores, strict=True) if s >= self.threshold]
         uns = [c for c in cs.claims if c not in sup]
