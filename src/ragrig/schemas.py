@@ -28,6 +28,9 @@ FAILURE_MODES = (
     "fabrication",
     "overgeneralisation",
 )
+# The hard checks (ragrig.judge.overlap) that decide an answer unless judge.veto says otherwise:
+# the two that cost MTRAG's human agreement nothing measurable (BENCHMARKS.md §19)
+DEFAULT_VETO = ("number", "fabricated")
 
 SCHEMAS: dict[str, Schema] = {
     "documents": Schema(

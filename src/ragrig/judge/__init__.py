@@ -11,8 +11,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from ragrig.judge.config import DEFAULT_VETO
-from ragrig.schemas import FAILURE_MODES, GENERATION_FAILED
+from ragrig.schemas import DEFAULT_VETO, FAILURE_MODES, GENERATION_FAILED
 
 
 class InvalidVerdict(ValueError):

@@ -10,15 +10,15 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from ragrig.config import NonEmptyStr, RetryWait, Section, Seed
+from ragrig.schemas import DEFAULT_VETO
 from ragrig.urls import no_credentials
 
 DEFAULT_MAX_TOKENS = 384
 
 
-# The hard checks of ragrig.judge.overlap (Verdict.contradictions) and those that decide an
-# answer by default: the two that cost MTRAG's human agreement nothing measurable.
+# The hard checks of ragrig.judge.overlap (Verdict.contradictions); DEFAULT_VETO: those that
+# decide an answer by default
 HardCheck = Literal["negation", "number", "entity", "fabricated"]
-DEFAULT_VETO = ("number", "fabricated")
 
 
 class FaithfulnessWeights(Section):
