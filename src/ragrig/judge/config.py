@@ -5,7 +5,7 @@ the optional LLM judge (`llm`, null by default)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -19,6 +19,18 @@ DEFAULT_MAX_TOKENS = 384
 # The hard checks of ragrig.judge.overlap (Verdict.contradictions); DEFAULT_VETO: those that
 # decide an answer by default
 HardCheck = Literal["negation", "number", "entity", "fabricated"]
+
+
+def _veto_field() -> Any:
+    """`veto` of every judge section: the hard checks that decide an answer."""
+    return Field(
+        default_factory=lambda: list(DEFAULT_VETO),
+        description="the hard checks whose finding makes an answer unfaithful whatever its "
+        "score (ragrig.judge.decide): negation, number, entity, fabricated; every finding is "
+        "listed in `contradictions` either way. On MTRAG's 477 rated answers at the calibrated "
+        "threshold, balanced accuracy is 0.851 with none, 0.847 with number, 0.851 with "
+        "fabricated, 0.820 with entity, 0.792 with negation (BENCHMARKS.md §19)",
+    )
 
 
 class FaithfulnessWeights(Section):
@@ -121,14 +133,7 @@ class JudgeBase(Section):
         description="answer level: an answer whose score is >= this is judged faithful; chosen "
         "by `ragrig calibrate` on MTRAG's calibration half (None: not calibrated)",
     )
-    veto: list[HardCheck] = Field(
-        default_factory=lambda: list(DEFAULT_VETO),
-        description="the hard checks whose finding makes an answer unfaithful whatever its "
-        "score (ragrig.judge.decide): negation, number, entity, fabricated; every finding is "
-        "listed in `contradictions` either way. On MTRAG's 477 rated answers at the calibrated "
-        "threshold, balanced accuracy is 0.851 with none, 0.847 with number, 0.851 with "
-        "fabricated, 0.820 with entity, 0.792 with negation (benchmarks: BENCHMARKS.md)",
-    )
+    veto: list[HardCheck] = _veto_field()
 
 
 class AnswerModelConfig(Section):
@@ -218,14 +223,7 @@ class JudgeVerifier(Section):
         description="answer level: an answer whose mean claim P(support) is >= this is judged "
         "faithful; chosen by `ragrig calibrate` on MTRAG's calibration half",
     )
-    veto: list[HardCheck] = Field(
-        default_factory=lambda: list(DEFAULT_VETO),
-        description="the hard checks whose finding makes an answer unfaithful whatever its "
-        "score (ragrig.judge.decide): negation, number, entity, fabricated; every finding is "
-        "listed in `contradictions` either way. On MTRAG's 477 rated answers at the calibrated "
-        "threshold, balanced accuracy is 0.851 with none, 0.847 with number, 0.851 with "
-        "fabricated, 0.820 with entity, 0.792 with negation (benchmarks: BENCHMARKS.md)",
-    )
+    veto: list[HardCheck] = _veto_field()
 
 
 JudgeConfig = Annotated[JudgeOverlap | JudgeVerifier, Field(discriminator="method")]
