@@ -246,6 +246,7 @@ class OverlapJudge:
         contexts: list[str],
         entities: bool = True,
         units: list[tuple[set[str], set[str], set[str]]] | None = None,
+        checks: dict[str, ent.EntityCheck] | None = None,
     ) -> tuple[tuple[str, str, str], ...]:
         """The hard checks of every claim, (claim, kind, detail) per finding: a negation
         conflict (negation_conflict, with `negation_check`), and, with `entities`, each number
@@ -261,7 +262,7 @@ class OverlapJudge:
                 if conflict:
                     out.append((c, NEGATION, conflict))
             if entities:
-                found = ent.check(cs.surface[c], contexts)
+                found = checks[c] if checks is not None else ent.check(cs.surface[c], contexts)
                 # a capitalised word opening its sentence or clause may be no name: only the
                 # soft entity overlap counts it
                 unseen = [n for n in found.unseen_names if not ent.opens_clause(n, cs.surface[c])]
@@ -285,14 +286,18 @@ class OverlapJudge:
             return Verdict([], [], [], reason=reason, kind=kind)
         units = self._units(contexts)
         ctx = [(words, negated) for words, negated, _ in units]
-        hard = self.contradictions(cs, contexts, self.entity_check, units)
+        # each claim's names and numbers, checked once for the hard checks and for support
+        checks = (
+            {c: ent.check(cs.surface[c], contexts) for c in cs.claims} if self.entity_check else {}
+        )
+        hard = self.contradictions(cs, contexts, self.entity_check, units, checks)
         contradicted = {c for c, _, _ in hard}
         sup = [
             c
             for c in cs.claims
             if c not in contradicted
             and self.supported(cs.words[c], ctx, cs.short, claim_negations(cs.surface[c]))
-            and not (self.entity_check and ent.check(cs.surface[c], contexts).flag)
+            and not (self.entity_check and checks[c].flag)
         ]
         uns = [c for c in cs.claims if c not in sup]
         found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
