@@ -403,6 +403,7 @@ def test_calibrate_config_refuses_unknown_keys(tmp_path):
 def _project(tmp_path: Path) -> Path:
     (tmp_path / "conf" / "judge").mkdir(parents=True)
     shutil.copy(PROJECT / "conf" / "judge" / "overlap.yaml", tmp_path / "conf" / "judge")
+    shutil.copy(PROJECT / "conf" / "config.yaml", tmp_path / "conf")  # the default judge
     (tmp_path / "conf" / "calibrate.yaml").write_text(
         (PROJECT / "conf" / "calibrate.yaml")
         .read_text()
@@ -458,6 +459,18 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
         "overlap": {"path": "conf/judge/overlap.yaml", "value": written}
     }
     assert (root / "reports/calibration/reliability.png").read_bytes()[:4] == b"\x89PNG"
+    # leave-one-domain-out: the overlap judge's answer model refitted on the other domain's
+    # answers per fold; t7's refusal is no_claims, so beta decides 7 answers
+    lodo = report["transfer"]["domain"]
+    assert lodo["groups"] == ["alpha", "beta"]
+    fold = lodo["scorers"]["overlap"]
+    assert fold["answer_model"] == "refitted per fold"
+    assert [fold["groups"][g]["n"] for g in ("alpha", "beta")] == [8, 7]
+    assert lodo["holds_up"]["default_judge"] == "overlap" and lodo["holds_up"]["ranking"] == [
+        "overlap"
+    ]
+    assert "leave-one-domain-out (fit on the other domains" in out
+    assert "default judge overlap holds up best (by the worst domain)" in out
     csv_lines = (root / "reports/calibration/scores.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + 2 * 16
     # --no-write leaves the judge config as it is

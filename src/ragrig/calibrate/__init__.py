@@ -6,7 +6,9 @@ calibration half (maximum balanced accuracy, ties -> lowest), balanced accuracy,
 ROC-AUC and ECE on the held-out half at that threshold, the reverse direction, and threshold-free
 ROC-AUC / ECE on all answers. Writes `calibration.json`, `scores.csv` (one row per answer and
 scorer) and `reliability.png` under the configured out_dir, and, for pipeline judges, the fitted
-threshold as `decision_threshold` in conf/judge/<name>.yaml.
+threshold as `decision_threshold` in conf/judge/<name>.yaml. Beside the fixed split, the
+transfer check (`transfer`: leave-one-domain-out, leave-one-responder-out; ragrig.calibrate.
+transfer) fits on all groups but one and decides the held-out one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ragrig.calibrate.config import CalibrateConfig
 from ragrig.errors import ConfigError, RagrigError
@@ -203,6 +207,7 @@ def run(
         results[scorer.name]["kind"] = "baseline" if scorer.name in cfg.baselines else "judge"
         results[scorer.name]["threshold_rule"] = rule
     results.update(_baselines_on_judge_rows(cfg, rows_by_scorer))
+    transfer = _transfer(cfg, root, rated.answers, rows_by_scorer, scorers, fitted[CALIBRATION])
     out_dir = Path(cfg.out_dir)
     out_dir = out_dir if out_dir.is_absolute() else root / out_dir
     report = {
@@ -223,6 +228,7 @@ def run(
         "config": cfg.model_dump(),
         "scorers": results,
         "reliability_plot": _shown(out_dir / "reliability.png", root, cfg.out_dir),
+        "transfer": transfer,
         "refusal_detection": refusal_report(cfg, root, scorers, rated.answers),
     }
     write_json(out_dir / "calibration.json", report)
@@ -279,6 +285,43 @@ def threshold_rule(cfg: CalibrateConfig, calibrated: bool) -> str:
     if cfg.threshold_rule != "auto":
         return cfg.threshold_rule
     return "prevalence" if calibrated else "max_balanced_accuracy"
+
+
+def default_judge(root: Path) -> str | None:
+    """The judge option conf/config.yaml's defaults list chooses (None when it names none)."""
+    try:
+        data = yaml.safe_load((root / "conf" / "config.yaml").read_text(encoding="utf-8")) or {}
+    except OSError:
+        return None
+    for entry in data.get("defaults", []):
+        if isinstance(entry, dict) and "judge" in entry:
+            return str(entry["judge"])
+    return None
+
+
+def _transfer(cfg: CalibrateConfig, root: Path, answers, rows_by_scorer, scorers, fitted) -> dict:
+    """The leave-one-group-out section (ragrig.calibrate.transfer) of every scorer."""
+    from ragrig.calibrate.core import THRESHOLD_RULES
+    from ragrig.calibrate.transfer import transfer_report
+
+    if not cfg.transfer:
+        return {}
+    fits = {n: THRESHOLD_RULES[threshold_rule(cfg, n in fitted)] for n in rows_by_scorer}
+    try:
+        return transfer_report(
+            cfg.transfer,
+            answers,
+            rows_by_scorer,
+            {s.name: s for s in scorers},
+            fits,
+            set(fitted),
+            cfg.no_claims,
+            cfg.ece_bins,
+            default_judge(root),
+            cfg.judges,
+        )
+    except ValueError as exc:
+        raise RagrigError(f"calibrate: transfer check: {exc}") from exc
 
 
 def _baselines_on_judge_rows(cfg: CalibrateConfig, rows_by_scorer: dict[str, list]) -> dict:
@@ -357,5 +400,13 @@ def format_table(report: dict[str, Any]) -> str:
         f"no_claims -> {report['config']['no_claims']}"
     )
     from ragrig.calibrate.refusals import format_refusals
+    from ragrig.calibrate.transfer import format_transfer
 
-    return "\n".join([head, *lines, *format_refusals(report.get("refusal_detection", {}))])
+    return "\n".join(
+        [
+            head,
+            *lines,
+            *format_transfer(report.get("transfer", {})),
+            *format_refusals(report.get("refusal_detection", {})),
+        ]
+    )

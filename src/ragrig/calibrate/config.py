@@ -65,6 +65,12 @@ class CalibrateConfig(Section):
         "of a calibrated probability); auto: prevalence for a judge whose answer model "
         "calibrate fits (its score is a probability), max_balanced_accuracy for the others",
     )
+    transfer: list[Literal["domain", "responder"]] = Field(
+        default_factory=lambda: ["domain", "responder"],
+        description="leave-one-group-out checks beside the fixed split (ragrig.calibrate."
+        "transfer): per MTRAG domain and per responder, the answer model and threshold fitted "
+        "on the other groups, measured on the held-out one; [] for none",
+    )
     question: Literal["last_turn", "conversation"] = "conversation"
     ece_bins: int = Field(10, ge=1, le=100)
     out_dir: str = "reports/calibration"

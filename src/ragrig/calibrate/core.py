@@ -99,10 +99,18 @@ class JudgeScorer(Scorer):
         self.name, self.judge, self.veto = name, judge, tuple(veto)
         # (task_id, model_id) -> the verdict's answer kind, for refusal detection
         self.kinds: dict[tuple[str, str], str] = {}
+        # (task_id, model_id) -> the verdict, rescored per fold by ragrig.calibrate.transfer
+        self.verdicts: dict[tuple[str, str], Any] = {}
 
     def __call__(self, item: RatedAnswer, question: str) -> tuple[float | None, str]:
         verdict = self.judge.judge(question, item.answer, list(item.contexts))
         self.kinds[(item.task_id, item.model_id)] = verdict.kind
+        self.verdicts[(item.task_id, item.model_id)] = verdict
+        return self.decide(verdict)
+
+    def decide(self, verdict: Any) -> tuple[float | None, str]:
+        """(score, reason) of one verdict: its soft score, or 0 when a vetoed kind of hard
+        check contradicts a claim."""
         decisive = [c for c in verdict.contradictions if c[1] in self.veto]
         if verdict.soft_score is not None and decisive:
             return 0.0, "contradicted: " + "; ".join(f"{k} {d}" for _, k, d in decisive)
