@@ -471,6 +471,10 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
     ]
     assert "leave-one-domain-out (fit on the other domains" in out
     assert "default judge overlap holds up best (by the worst domain)" in out
+    # the PPI coverage simulation asks for 50-200 labels: the fixture has 15 measured answers
+    ppi = report["ppi_coverage"]["overlap"]
+    assert ppi["n_answers"] == 15
+    assert ppi["decision"][0] == {"n": 50, "undefined": "coverage: n must be in [2, 15], got 50"}
     csv_lines = (root / "reports/calibration/scores.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + 2 * 16
     # --no-write leaves the judge config as it is

@@ -229,6 +229,7 @@ def run(
         "scorers": results,
         "reliability_plot": _shown(out_dir / "reliability.png", root, cfg.out_dir),
         "transfer": transfer,
+        "ppi_coverage": _ppi_coverage(cfg, rows_by_scorer, results),
         "refusal_detection": refusal_report(cfg, root, scorers, rated.answers),
     }
     write_json(out_dir / "calibration.json", report)
@@ -324,6 +325,36 @@ def _transfer(cfg: CalibrateConfig, root: Path, answers, rows_by_scorer, scorers
         raise RagrigError(f"calibrate: transfer check: {exc}") from exc
 
 
+def _ppi_coverage(cfg: CalibrateConfig, rows_by_scorer: dict, results: dict) -> dict:
+    """Per judge, the coverage of prediction-powered intervals (ragrig.metrics.ppi) over
+    repeated label samples of its measured answers, with the per-answer decision (score >=
+    the fixed split's threshold) and with the score as the judge's value."""
+    from ragrig.calibrate.core import metric_rows
+    from ragrig.metrics.ppi import coverage
+
+    if cfg.ppi is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in cfg.judges:
+        usable = metric_rows(rows_by_scorer[name], cfg.no_claims)
+        human = [r.label for r, _ in usable]
+        scores = [s for _, s in usable]
+        threshold = results[name]["threshold"]
+        values = {"decision": [float(s >= threshold) for s in scores], "score": scores}
+        per: dict[str, Any] = {"n_answers": len(usable), "threshold": threshold}
+        for kind, f in values.items():
+            per[kind] = []
+            for n in cfg.ppi.n:
+                try:
+                    per[kind].append(
+                        coverage(f, human, n, cfg.ppi.draws, cfg.ppi.seed, cfg.ppi.alpha)
+                    )
+                except ValueError as exc:
+                    per[kind].append({"n": n, "undefined": str(exc)})
+        out[name] = per
+    return out
+
+
 def _baselines_on_judge_rows(cfg: CalibrateConfig, rows_by_scorer: dict[str, list]) -> dict:
     """With no_claims excluded, a judge is measured on the answers it scored (refusals are
     counted apart) while a baseline scores every answer: each baseline is measured again on
@@ -407,6 +438,28 @@ def format_table(report: dict[str, Any]) -> str:
             head,
             *lines,
             *format_transfer(report.get("transfer", {})),
+            *_format_ppi(report.get("ppi_coverage", {}), report["config"].get("ppi")),
             *format_refusals(report.get("refusal_detection", {})),
         ]
     )
+
+
+def _format_ppi(section: dict[str, Any], ppi: dict | None) -> list[str]:
+    lines = []
+    for name, per in section.items():
+        for kind in ("decision", "score"):
+            cells = []
+            for c in per[kind]:
+                if "undefined" in c:
+                    cells.append(f"n={c['n']} - ({c['undefined']})")
+                else:
+                    cells.append(
+                        f"n={c['n']} {c['coverage']:.3f} (width {c['mean_width']:.3f}; "
+                        f"labels alone {c['labels_only_coverage']:.3f}, "
+                        f"{c['labels_only_mean_width']:.3f})"
+                    )
+            lines.append(
+                f"PPI {name} by its {kind}, coverage of {1 - ppi['alpha']:.0%} intervals over "
+                f"{ppi['draws']} draws: " + ", ".join(cells)
+            )
+    return lines

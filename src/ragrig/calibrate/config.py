@@ -23,6 +23,16 @@ class SplitConfig(Section):
     )
 
 
+class PPIConfig(Section):
+    n: list[int] = Field(
+        default_factory=lambda: [50, 100, 200],
+        description="label-sample sizes of the coverage simulation (each >= 2)",
+    )
+    draws: int = Field(1000, ge=1, le=100000, description="samples drawn per n")
+    seed: Seed = Field(13, description="numpy PCG64 seed of the draws")
+    alpha: float = Field(0.05, gt=0, lt=1, description="1 - the intervals' confidence")
+
+
 class CalibrateConfig(Section):
     dataset: str = Field(
         "../shared/datasets/mtrag_human/reference_subset_with_human_evaluations.json.gz",
@@ -70,6 +80,12 @@ class CalibrateConfig(Section):
         description="leave-one-group-out checks beside the fixed split (ragrig.calibrate."
         "transfer): per MTRAG domain and per responder, the answer model and threshold fitted "
         "on the other groups, measured on the held-out one; [] for none",
+    )
+    ppi: PPIConfig | None = Field(
+        PPIConfig(),
+        description="prediction-powered inference checked by simulation (ragrig.metrics.ppi): "
+        "repeated draws of n labels from the rated answers, the share of 95% intervals holding "
+        "the whole set's human rate, per judge, with its decision and with its score; null: off",
     )
     question: Literal["last_turn", "conversation"] = "conversation"
     ece_bins: int = Field(10, ge=1, le=100)
