@@ -191,11 +191,60 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ragrig.calibrate.config import load_calibrate_config
 
     cfg = load_calibrate_config(args.config, dataset=args.dataset, out_dir=args.out_dir)
+    if args.labels:
+        return _calibrate_on_labels(cfg, args)
     report = run(cfg, _root(), write_threshold=False if args.no_write else None)
     print(format_table(report))
     print(f"wrote {report['reliability_plot']} and calibration.json, scores.csv beside it")
     for w in report["thresholds_written"].values():
         print(f"{w['path']}: decision_threshold {w['value']:.4g} (run `make params` next)")
+    return 0
+
+
+def _calibrate_on_labels(cfg, args: argparse.Namespace) -> int:
+    from ragrig.calibrate import (
+        RULE_NOTES,
+        THRESHOLD_KEY,
+        default_judge,
+        judge_config_path,
+        write_fitted,
+    )
+    from ragrig.calibrate.own_labels import format_labels_report, run_on_labels
+    from ragrig.io import write_json
+
+    root = _root()
+    report = run_on_labels(cfg, root, Path(args.labels), Path(args.data), Path(args.params))
+    for line in format_labels_report(report):
+        print(line)
+    out = Path(cfg.out_dir)
+    out = out if out.is_absolute() else root / out
+    write_json(out / "labels_calibration.json", report)
+    print(f"wrote {out / 'labels_calibration.json'}")
+    name = args.judge or default_judge(root)
+    if not args.no_write and name:
+        value = report["scorer"]["threshold"]
+        rule = RULE_NOTES[report["scorer"]["threshold_rule"]]
+        note = f"chosen by `ragrig calibrate --labels` ({rule} on the calibration half of "
+        note += f"{Path(args.labels).name}, seed {cfg.split.seed})"
+        path = judge_config_path(root, name)
+        write_fitted(path, [(THRESHOLD_KEY, repr(float(value)), note)])
+        print(f"{path.relative_to(root)}: decision_threshold {value:.4g} (run `make params` next)")
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    """Export a stratified sample of the run's judged answers for people to rate."""
+    from ragrig.labels import export_sample
+
+    out = Path(args.out)
+    try:
+        m = export_sample(Path(args.data), out, args.n, args.seed)
+    except ValueError as exc:
+        raise RagrigError(f"label: {exc}") from None
+    strata = ", ".join(f"{s} {v['drawn']} of {v['answers']}" for s, v in m["strata"].items())
+    print(f"ragrig label: {m['n']} of {m['scored_answers']} scored answers drawn ({strata})")
+    print(f"  rate them in {out / 'rate.html'} (saves labels.jsonl), or fill the rating column")
+    print(f"  of {out / 'labels.csv'}; then put the file at labels/faithfulness.jsonl (or .csv)")
     return 0
 
 
@@ -275,7 +324,32 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--dataset", default=None, help="MTRAG human-evaluation file (overrides)")
     pc.add_argument("--out-dir", default=None, help="report folder (overrides)")
     pc.add_argument("--no-write", action="store_true", help="do not write thresholds to conf/")
+    pc.add_argument(
+        "--labels",
+        default=None,
+        help="the team's labels of this run's answers (ragrig label): measure and fit the "
+        "run's judge on them instead of MTRAG",
+    )
+    pc.add_argument("--data", default="data", help="with --labels: the run's stage outputs")
+    pc.add_argument("--params", default="params.yaml", help="with --labels: the run's params")
+    pc.add_argument(
+        "--judge",
+        default=None,
+        help="with --labels: the conf/judge option to write into (default: conf/config.yaml's)",
+    )
     pc.set_defaults(func=cmd_calibrate)
+    pl = sub.add_parser(
+        "label",
+        help="export a stratified sample of the run's judged answers, with a page to rate "
+        "each one faithful or unfaithful",
+    )
+    pl.add_argument(
+        "--data", default="data", help="the run's stage outputs (parse, generate, judge)"
+    )
+    pl.add_argument("--out", default="reports/labels", help="folder written (replaced)")
+    pl.add_argument("--n", type=int, default=100, help="answers to draw")
+    pl.add_argument("--seed", type=int, default=13)
+    pl.set_defaults(func=cmd_label)
     pw = sub.add_parser(
         "sweep-page", help="render a sweep's rows.json as one HTML page comparing every point"
     )

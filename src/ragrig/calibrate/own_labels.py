@@ -1,0 +1,126 @@
+"""`ragrig calibrate --labels FILE`: the run's judge measured against the team's own labels
+(ragrig.labels), with the same reports as against MTRAG.
+
+The judge's value per labelled answer is the score its decision reads (ragrig.judge.decide):
+the answer-level score (`answer_support`), or 0 when a hard check of a kind in the run's
+`judge.veto` contradicts a claim. The labelled questions are split in two halves by the
+calibrate config's seed (sha256 order, as for MTRAG's tasks); the threshold is fitted on the
+calibration half by the judge's rule (prevalence for a calibrated answer model, else maximum
+balanced accuracy) and measured on the held-out half. Beside it, the prediction-powered
+estimate of the run's faithful share (ragrig.metrics.ppi) from every judged answer and the
+labels, on the decision and on the score.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragrig.calibrate.config import CalibrateConfig
+from ragrig.errors import RagrigError
+
+
+def _decision_score(j: dict[str, Any], veto: set[str]) -> float | None:
+    support = j.get("answer_support")
+    if support is None or support != support:
+        return None
+    kinds = {c.get("kind") for c in json.loads(j.get("contradictions") or "[]")}
+    return 0.0 if kinds & veto else float(support)
+
+
+def run_on_labels(
+    cfg: CalibrateConfig, root: Path, labels_path: Path, data: Path, params: Path
+) -> dict[str, Any]:
+    """Fit and measure the run's judge on the labels; the report (written nowhere)."""
+    from ragrig.calibrate import threshold_rule
+    from ragrig.calibrate.core import THRESHOLD_RULES, Scored, evaluate, split_tasks
+    from ragrig.config import load_section
+    from ragrig.io import read_table
+    from ragrig.labels import read_labels, run_answers, run_id
+    from ragrig.metrics.ppi import ppi_mean
+
+    judge_cfg = load_section("judge", params)
+    veto = set(judge_cfg.veto)
+    generations = read_table(data / "generate" / "generations.parquet", "generations")
+    judgments = read_table(data / "judge" / "judgments.parquet", "judgments")
+    answers = run_answers(generations, judgments)
+    labels = read_labels(labels_path, answers)
+    scored = {
+        str(j["qid"]): j for j in judgments.to_dict("records") if j["status"] == "scored"
+    }
+    split = split_tasks(labels, cfg.split.seed)
+    rows = []
+    for qid, lab in labels.items():
+        s = _decision_score(scored[qid], veto)
+        status = "no_claims" if s is None else "scored"
+        rows.append(Scored(qid, "run", split.half(qid), lab["human"], status, s))
+    calibrated = getattr(judge_cfg, "answer_model", None) is not None
+    rule = threshold_rule(cfg, calibrated)
+    try:
+        result = evaluate(rows, cfg.no_claims, cfg.ece_bins, THRESHOLD_RULES[rule])
+    except ValueError as exc:
+        raise RagrigError(f"calibrate --labels {labels_path}: {exc}") from None
+    result["threshold_rule"] = rule
+    # PPI: every judged answer's value, corrected by the labelled ones
+    values = {q: _decision_score(j, veto) for q, j in scored.items()}
+    values = {q: v for q, v in values.items() if v is not None}
+    labelled = [q for q in labels if q in values]
+    alpha = cfg.ppi.alpha if cfg.ppi is not None else 0.05
+    ppi: dict[str, Any] = {}
+    try:
+        decisions = {q: float(j["judged_faithful"]) for q, j in scored.items() if q in values}
+        for kind, f in (("decision", decisions), ("score", values)):
+            ppi[kind] = ppi_mean(
+                list(f.values()),
+                [f[q] for q in labelled],
+                [labels[q]["human"] for q in labelled],
+                alpha,
+            )
+    except ValueError as exc:
+        raise RagrigError(f"calibrate --labels {labels_path}: {exc}") from None
+    return {
+        "labels": str(labels_path),
+        "run_id": run_id(answers),
+        "judge": {"method": judge_cfg.method, "veto": sorted(veto)},
+        "counts": {
+            "labels": len(labels),
+            "faithful": sum(x["human"] for x in labels.values()),
+            "judged_answers": len(values),
+        },
+        "split": {
+            "seed": cfg.split.seed,
+            "questions": {
+                "calibration": len(split.calibration),
+                "held_out": len(split.held_out),
+            },
+        },
+        "scorer": result,
+        "ppi": ppi,
+    }
+
+
+def format_labels_report(report: dict[str, Any]) -> list[str]:
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    r, c = report["scorer"], report["counts"]
+    held = r["held_out"]
+    lines = [
+        f"{c['labels']} labels ({c['faithful']} faithful) of {c['judged_answers']} judged "
+        f"answers; split by question, seed {report['split']['seed']}: "
+        f"{report['split']['questions']['calibration']} calibration / "
+        f"{report['split']['questions']['held_out']} held out",
+        f"  {report['judge']['method']}: threshold {f(r['threshold'])} ({r['threshold_rule']}); "
+        f"held out: balanced accuracy {f(held.get('balanced_accuracy'))}, kappa "
+        f"{f(held.get('cohen_kappa'))}, ROC-AUC {f(held.get('roc_auc'))}, ECE {f(held.get('ece'))}"
+        f" (n={held['n']})",
+    ]
+    for kind, p in report["ppi"].items():
+        lines.append(
+            f"  faithful share by PPI on the judge's {kind}: {p['estimate']:.3f} "
+            f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}] (judge {p['judge_mean']:.3f}, correction "
+            f"{p['correction']:+.3f}; labels alone {p['labels_only']['estimate']:.3f} "
+            f"[{p['labels_only']['ci_low']:.3f}, {p['labels_only']['ci_high']:.3f}])"
+        )
+    return lines
