@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -66,6 +67,14 @@ def main() -> None:
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
     )
+    labels_file = Path(cfg.scorecard.labels.file)
+    if labels_file.exists():  # people's labels of these answers (ragrig label): checked whole
+        from ragrig.labels import read_labels, run_answers
+
+        answers = run_answers(inputs.generations, inputs.judgments)
+        inputs = dataclasses.replace(
+            inputs, labels=read_labels(labels_file, answers), labels_file=str(labels_file)
+        )
     report = build_report(inputs, cfg, seed=seed)
     # the reranker's paired deltas on identical candidate sets (bootstrap seeded by runtime.seed)
     deltas = rerank_comparison(inputs, report, seed)

@@ -105,12 +105,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
         return 2
     body = card.to_dict()
     body["notes"] = [n for n in section.get("notes", []) if n not in card.notes] + card.notes
+    if isinstance(section.get("faithfulness"), dict):  # the decision's share, PPI with labels
+        body["faithfulness"] = section["faithfulness"]
     for line in format_scorecard(body):
         print(line)
     code = gate_exit_code(card)
     for a in card.failed:
         ax = card.axes[a]
-        what = "not measured" if ax.value is None else f"{ax.value:.4f} < {ax.floor:g}"
+        what = "not measured" if ax.value is None else f"{ax.tested:.4f} < {ax.floor:g}"
+        if ax.value is not None and ax.gate_reads:
+            what += f", the {ax.gate_reads}; the judge's mean {ax.value:.4f}"
         if ax.kind == HARD:
             print(f"ragrig gate: FAIL: hard floor {a} ({what})", file=sys.stderr)
         else:

@@ -723,3 +723,64 @@ def test_the_faithfulness_axis_reads_the_decision_and_reports_the_score_beside_i
         "faithfulness reads the mean score for 3 answers: their judgments carry no decision "
         "(judged before it existed)" in t.notes
     )
+
+
+# --- people's labels: the floor on the prediction-powered interval ---------------------------
+
+
+def test_a_gate_value_tests_the_floor_and_the_weighted_score_keeps_the_value():
+    values = {"faithfulness": 0.9, "relevance": 0.8, "correctness": 0.8}
+    plain = evaluate(values, REFERENCE["weights"], REFERENCE["floors"])
+    gated = evaluate(
+        values,
+        REFERENCE["weights"],
+        REFERENCE["floors"],
+        gates={"faithfulness": (0.8, "PPI lower bound")},
+    )
+    assert plain.gate == "pass" and gated.gate == "fail_hard"
+    assert gated.weighted == plain.weighted == pytest.approx(0.85)
+    ax = gated.to_dict()["axes"]["faithfulness"]
+    assert (ax["value"], ax["gate_value"], ax["gate_reads"], ax["status"]) == (
+        0.9,
+        0.8,
+        "PPI lower bound",
+        "below_floor",
+    )
+    assert "gate_value" not in plain.to_dict()["axes"]["faithfulness"]  # unchanged without
+    again = from_dict(gated.to_dict())  # what `ragrig gate` re-evaluates
+    assert again.gate == "fail_hard" and again.axes["faithfulness"].tested == 0.8
+
+
+def test_labels_correct_the_faithful_share_and_move_the_floor(tmp_path):
+    cfg = validate_section(
+        "report",
+        {"k_values": [10], "prices": {"m": {"input_per_mtok": 0, "output_per_mtok": 0}}},
+    )
+    # the axis reads the decision: q1 1, q2 0, q4 1 (q3 has no claims); people rate q2
+    # faithful where the judge did not, and agree on q1
+    labels = {"q1": {"human": 1, "note": ""}, "q2": {"human": 1, "note": ""}}
+    import dataclasses
+
+    inputs = dataclasses.replace(_inputs(False), labels=labels, labels_file="l.jsonl")
+    sc = build_report(inputs, cfg).metrics["scorecard"]
+    ppi = sc["faithfulness"]["ppi"]
+    assert ppi["judge_mean"] == pytest.approx(2 / 3) and ppi["correction"] == 0.5
+    assert ppi["estimate"] == pytest.approx(2 / 3 + 0.5)  # above 1: the interval is clipped
+    assert ppi["ci_high"] == 1.0 and ppi["n_labelled"] == 2 and ppi["file"] == "l.jsonl"
+    ax = sc["axes"]["faithfulness"]
+    assert ax["value"] == pytest.approx(2 / 3)  # the axis keeps the judge's mean
+    assert (ax["gate_value"], ax["gate_reads"]) == (ppi["ci_low"], "PPI lower bound")
+    est = validate_section(
+        "report",
+        {
+            "k_values": [10],
+            "prices": {"m": {"input_per_mtok": 0, "output_per_mtok": 0}},
+            "scorecard": {"labels": {"floor_on": "estimate"}},
+        },
+    )
+    sc = build_report(inputs, est).metrics["scorecard"]
+    assert sc["axes"]["faithfulness"]["gate_value"] == pytest.approx(7 / 6)
+    assert sc["axes"]["faithfulness"]["status"] == "pass"  # the estimate clears 0.85
+    one = dataclasses.replace(inputs, labels={"q1": labels["q1"]})
+    with pytest.raises(DataValidationError, match="l.jsonl: PPI needs at least 2 labelled"):
+        build_report(one, cfg)

@@ -46,9 +46,7 @@ def run_on_labels(
     judgments = read_table(data / "judge" / "judgments.parquet", "judgments")
     answers = run_answers(generations, judgments)
     labels = read_labels(labels_path, answers)
-    scored = {
-        str(j["qid"]): j for j in judgments.to_dict("records") if j["status"] == "scored"
-    }
+    scored = {str(j["qid"]): j for j in judgments.to_dict("records") if j["status"] == "scored"}
     split = split_tasks(labels, cfg.split.seed)
     rows = []
     for qid, lab in labels.items():

@@ -103,12 +103,23 @@ class Axis:
     n: int
     floor: float
     kind: str
+    # what the floor is tested on when it is not the value: e.g. the lower bound of the
+    # faithful share's prediction-powered interval (`gate_reads` names it)
+    gate_value: float | None = None
+    gate_reads: str | None = None
+
+    @property
+    def tested(self) -> float | None:
+        """The number the floor is compared with: `gate_value` when set, else the value."""
+        if self.value is None:
+            return None
+        return self.value if self.gate_value is None else self.gate_value
 
     @property
     def status(self) -> str:
         if self.value is None:
             return NOT_MEASURED
-        return OK if self.value >= self.floor - FLOOR_TOLERANCE else LOW
+        return OK if self.tested >= self.floor - FLOOR_TOLERANCE else LOW
 
     @property
     def passed(self) -> bool | None:
@@ -116,7 +127,7 @@ class Axis:
         return None if self.value is None else self.status == OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "value": self.value,
             "n": self.n,
             "floor": self.floor,
@@ -124,6 +135,9 @@ class Axis:
             "passed": self.passed,
             "status": self.status,
         }
+        if self.gate_value is not None:
+            out.update(gate_value=self.gate_value, gate_reads=self.gate_reads)
+        return out
 
 
 @dataclass(frozen=True)
@@ -204,23 +218,31 @@ def evaluate(
     weights: Mapping[str, float],
     floors: Mapping[str, Mapping[str, Any]],
     counts: Mapping[str, int] | None = None,
+    gates: Mapping[str, tuple[float, str]] | None = None,
 ) -> Scorecard:
     """The scorecard of one set of axis values (the whole run, one slice or one query).
 
     `values[axis]` is the axis's mean, or None (or absent) when not measured; `counts[axis]` how
-    many answers it averages."""
+    many answers it averages; `gates[axis]` = (number, what it is) tests that axis's floor on
+    another number than its value (the weighted score still reads the value)."""
     check_config(weights, floors)
     counts = counts or {}
+    gates = gates or {}
     axes = {}
     for name in AXES:
         v = values.get(name)
         v = float(v) if _is_value(v) else None
+        g = gates.get(name)
+        if g is not None and not _is_value(g[0]):
+            raise ValueError(f"scorecard gate value of {name!r} is not a number: {g!r}")
         axes[name] = Axis(
             name,
             v,
             int(counts.get(name, 0 if v is None else 1)),
             float(floors[name]["min"]),
             str(floors[name]["kind"]),
+            None if g is None else float(g[0]),
+            None if g is None else str(g[1]),
         )
     measured = [a for a in AXES if axes[a].value is not None]
     unmeasured = [a for a in AXES if axes[a].value is None]
@@ -281,7 +303,7 @@ def from_dict(section: Mapping[str, Any]) -> Scorecard:
         raise ValueError(f"scorecard section lacks {exc.args[0]!r}") from None
     if not isinstance(axes, Mapping) or not isinstance(weights, Mapping):
         raise ValueError("scorecard axes/weights are not objects")
-    values, counts = {}, {}
+    values, counts, gates = {}, {}, {}
     for name in AXES:
         entry = axes.get(name)
         if not isinstance(entry, Mapping) or "value" not in entry:
@@ -291,4 +313,6 @@ def from_dict(section: Mapping[str, Any]) -> Scorecard:
             raise ValueError(f"scorecard axis {name!r} has a non-numeric value {v!r}")
         values[name] = v
         counts[name] = int(entry.get("n", 0) or 0)
-    return evaluate(values, weights, floors, counts)
+        if entry.get("gate_value") is not None:
+            gates[name] = (entry["gate_value"], str(entry.get("gate_reads") or "gate value"))
+    return evaluate(values, weights, floors, counts, gates)

@@ -53,6 +53,10 @@ class ReportInputs:
     vectors: Vectors | None = None
     # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
     judge_weights: dict[str, float] | None = None
+    # people's labels of the judged answers (ragrig.labels.read_labels: qid -> {"human": 1|0})
+    # and the file they came from; None: no labels
+    labels: dict[str, dict] | None = None
+    labels_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,9 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
         "level": cfg.interval_level,
         "seed": seed,
     }
-    metrics["scorecard"] = scorecard_section(agg, sc, cfg.scorecard)
+    metrics["scorecard"] = scorecard_section(
+        agg, sc, cfg.scorecard, inp.labels, inp.labels_file, 1.0 - cfg.interval_level
+    )
     for name, values in metrics["slices"].items():
         for value, entry in values.items():
             entry.update(slice_scorecard(agg, name, value, cfg.scorecard))

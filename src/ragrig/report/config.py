@@ -113,6 +113,23 @@ class ScorecardFloor(Section):
     kind: Literal["hard", "soft"]
 
 
+class LabelsConfig(Section):
+    """People's faithfulness labels of this run's answers (`ragrig label`, ragrig.labels)."""
+
+    file: str = Field(
+        "labels/faithfulness.jsonl",
+        description="the labels file (JSONL or CSV), relative to the project root; absent: no "
+        "labels, the axis is the judge's alone. Under labels/, which the report stage depends "
+        "on: a new or edited file reruns the report only",
+    )
+    floor_on: Literal["lower_bound", "estimate", "judge"] = Field(
+        "lower_bound",
+        description="with labels, what the faithfulness floor is tested on: the lower bound "
+        "of the prediction-powered interval of the faithful share (report.interval_level), its "
+        "estimate, or the judge's mean as without labels",
+    )
+
+
 class SimilarityRange(Section):
     """Cosines mapped to relevance 0 (at or below `irrelevant`) .. 1 (at or above `relevant`)."""
 
@@ -170,6 +187,7 @@ class ScorecardConfig(Section):
         "calibrated threshold; the axis is then the share judged faithful) or the soft score "
         "(the composite; the axis is then its mean). Both are reported either way.",
     )
+    labels: LabelsConfig = LabelsConfig()
     correctness_surrogate_weights: dict[str, Weight] = Field(
         default_factory=lambda: {
             "self_consistency": 0.3,

@@ -355,10 +355,52 @@ def _part_means(agg: pd.DataFrame, prefix: str) -> dict[str, dict[str, float]]:
     }
 
 
-def scorecard_section(agg: pd.DataFrame, tables: ScorecardTables, cfg: Any) -> dict[str, Any]:
-    """metrics.json `scorecard`: the whole run's axes, weighted score, gate and diagnosis."""
+def labelled_faithfulness(
+    long: pd.DataFrame, labels: Mapping[str, Mapping[str, Any]], alpha: float
+) -> dict[str, Any]:
+    """The prediction-powered faithful share (ragrig.metrics.ppi) of the run: the
+    faithfulness axis's per-answer values (what the axis averages) over every answer, corrected
+    by people's labels on the labelled ones. A labelled answer with no axis value is counted."""
+    from ragrig.metrics.ppi import ppi_mean
+
+    rows = long[long["measure"] == "axis/faithfulness"]
+    f = dict(zip(rows["qid"].astype(str), rows["value"].astype(float), strict=True))
+    used = [q for q in labels if q in f]
+    out = ppi_mean(
+        list(f.values()), [f[q] for q in used], [labels[q]["human"] for q in used], alpha
+    )
+    out["labels"] = len(labels)
+    out["labels_without_axis_value"] = len(labels) - len(used)
+    out["labelled_human_share"] = sum(labels[q]["human"] for q in used) / len(used)
+    return out
+
+
+def scorecard_section(
+    agg: pd.DataFrame,
+    tables: ScorecardTables,
+    cfg: Any,
+    labels: Mapping[str, Mapping[str, Any]] | None = None,
+    labels_file: str | None = None,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """metrics.json `scorecard`: the whole run's axes, weighted score, gate and diagnosis.
+    With labels, the faithful share's prediction-powered estimate and interval beside the
+    judge's mean, and the hard floor tested where `cfg.labels.floor_on` says."""
     values, counts = _axis_means(agg, ALL, ALL)
-    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts)
+    ppi = None
+    gates = {}
+    if labels:
+        try:
+            ppi = labelled_faithfulness(tables.long, labels, alpha)
+        except ValueError as exc:
+            raise DataValidationError(f"{labels_file}: {exc}") from None
+        ppi["file"] = labels_file
+        ppi["floor_on"] = cfg.labels.floor_on
+        if cfg.labels.floor_on == "lower_bound":
+            gates["faithfulness"] = (ppi["ci_low"], "PPI lower bound")
+        elif cfg.labels.floor_on == "estimate":
+            gates["faithfulness"] = (ppi["estimate"], "PPI estimate")
+    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts, gates)
     out = card.to_dict()
     out["notes"] = [*tables.notes, *out["notes"]]
     out["relevance"] = {
@@ -373,6 +415,8 @@ def scorecard_section(agg: pd.DataFrame, tables: ScorecardTables, cfg: Any) -> d
         "surrogate_weights": dict(cfg.correctness_surrogate_weights),
     }
     out["faithfulness"] = {**_part_means(agg, "faithfulness/"), **tables.counts["faithfulness"]}
+    if ppi is not None:
+        out["faithfulness"]["ppi"] = ppi
     out["answers"] = tables.counts["answers"]
     out["diagnosis_counts"] = tables.counts["diagnosis_counts"]
     return out
@@ -426,6 +470,15 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
             f"{faith['decided']} answers, mean score {_num(score)}; the floor reads the "
             f"{'decision' if faith['reads'] == 'decision' else 'mean score'}"
             + (f"; unfaithful: {modes}" if modes else "")
+        )
+    ppi = faith.get("ppi")
+    if ppi:
+        tested = section["axes"]["faithfulness"].get("gate_reads") or "judge's mean"
+        lines.append(
+            f"  faithfulness with {ppi['n_labelled']} labels: {ppi['estimate']:.4f} "
+            f"[{ppi['ci_low']:.4f}, {ppi['ci_high']:.4f}] (PPI, {1 - ppi['alpha']:.0%}; judge "
+            f"{ppi['judge_mean']:.4f}, correction {ppi['correction']:+.4f}); the floor reads "
+            f"the {tested}"
         )
     for note in section.get("notes", []):
         lines.append(f"  note: {note}")
