@@ -7,10 +7,12 @@ skips with the reason, except under CI=true, where it fails: CI must render the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,62 @@ def test_missing_chromium_fails_under_ci_and_skips_otherwise():
         find_chromium({"CI": "false"}, candidates=absent)
     with pytest.raises(Skipped):
         find_chromium({}, candidates=absent)
+
+
+def test_label_page_rates_saves_and_restores_in_chromium(tmp_path):
+    """The rating page of `ragrig label` used as a person would: two answers rated by clicks,
+    a note typed, "Save labels" clicked; the downloaded labels.jsonl reads back as labels of
+    the sampled answers, and a reloaded page keeps the ratings."""
+    from ragrig.label_page import write_label_page
+    from ragrig.labels import answer_sha256, read_labels
+
+    from ._cdp import Chromium
+
+    items = [
+        {
+            "qid": q,
+            "question": f"question {q}? </script>",  # escaped, never ends the script early
+            "answer": f"answer {q}",
+            "passages": [f"passage {q}"],
+            "answer_sha256": answer_sha256(f"answer {q}"),
+            "judge": {"judged_faithful": 1.0, "answer_support": 0.9, "failure_mode": ""},
+        }
+        for q in ("q1", "q2", "q3")
+    ]
+    page = tmp_path / "rate.html"
+    write_label_page(page, "s1", items, "Rate 3 answers")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    with Chromium(find_chromium(), tmp_path) as c:
+        c.downloads_to(downloads)
+        c.open(page.resolve().as_uri())
+        assert c.js("document.querySelectorAll('input[type=radio]').length") == 6
+        c.js('document.querySelector(\'input[name="r-0"][value="faithful"]\').click()')
+        c.js('document.querySelector(\'input[name="r-2"][value="unfaithful"]\').click()')
+        c.js(
+            "const n = document.getElementById('n-2'); n.value = 'the date is wrong';"
+            "n.dispatchEvent(new Event('input', {bubbles: true}))"
+        )
+        assert c.js("document.getElementById('count').textContent") == "2"
+        c.js("document.getElementById('save').click()")
+        shown = c.js("document.getElementById('out').value")
+        deadline = time.monotonic() + 20
+        while not (downloads / "labels.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        saved = (downloads / "labels.jsonl").read_text()
+        assert saved == shown
+        c.js("location.reload()")
+        time.sleep(1)
+        while c.js("document.readyState") != "complete":
+            time.sleep(0.1)
+        assert c.js("document.getElementById('count').textContent") == "2"  # localStorage
+        assert c.js("document.getElementById('n-2').value") == "the date is wrong"
+    lines = [json.loads(x) for x in saved.splitlines()]
+    assert [(x["qid"], x["rating"]) for x in lines] == [("q1", "faithful"), ("q3", "unfaithful")]
+    labels_file = tmp_path / "labels.jsonl"
+    labels_file.write_text(saved)
+    answers = {it["qid"]: it["answer_sha256"] for it in items}
+    assert read_labels(labels_file, answers) == {
+        "q1": {"human": 1, "note": ""},
+        "q3": {"human": 0, "note": "the date is wrong"},
+    }
