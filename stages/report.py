@@ -24,7 +24,7 @@ def main() -> None:
     from ragrig.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.html import write_run_page
-    from ragrig.report.mlflow_run import answers_table, precision_tags
+    from ragrig.report.mlflow_run import answer_traces, answers_table, precision_tags
     from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
@@ -122,6 +122,11 @@ def main() -> None:
                 inputs.queries, inputs.generations, inputs.judgments, report.scorecard
             ),
             artifacts_location=cfg.mlflow.artifact_location,
+            traces=(
+                answer_traces(inputs.queries, inputs.generations, inputs.judgments)
+                if cfg.mlflow.traces
+                else None
+            ),
             tags=precision_tags(
                 {
                     name: read_json(folder / "manifest.json").get("precision_decision")

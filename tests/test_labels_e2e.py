@@ -65,6 +65,50 @@ def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, 
     if axis["status"] == "below_floor":  # a 95% interval over six labels is wide
         assert gate.returncode == 1
         assert f"{ppi['ci_low']:.4f} < 0.85, the PPI lower bound; the judge's mean" in gate.stderr
+    # every answer is a trace of the report's MLflow run, with the judge's decision as
+    # feedback; a person's feedback on two of them (what the UI stores when one is added
+    # there) comes back as a labels file of this run
+    import os
+
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    import mlflow
+    from mlflow.entities import AssessmentSource
+    from mlflow.tracking import MlflowClient
+
+    from ragrig.io import read_table
+    from ragrig.labels import read_labels, run_answers
+
+    uri = f"sqlite:///{ws / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ragrig")
+    (run,) = client.search_runs([exp.experiment_id])
+    traces = client.search_traces(locations=[exp.experiment_id], run_id=run.info.run_id)
+    gens = read_table(ws / "data/generate/generations.parquet", "generations")
+    judged = read_table(ws / "data/judge/judgments.parquet", "judgments")
+    assert len(traces) == len(gens)
+    decision = dict(zip(judged["qid"], judged["judged_faithful"], strict=True))
+    for t in traces:
+        fb = [a for a in t.info.assessments if a.name == "faithful"]
+        d = decision.get(t.info.tags["ragrig.qid"])
+        if d is None or d != d:  # not judged or undecided: no feedback
+            assert fb == []
+            continue
+        assert [(a.source.source_type, a.value) for a in fb] == [("LLM_JUDGE", d == 1.0)]
+    mlflow.set_tracking_uri(uri)
+    person = AssessmentSource(source_type="HUMAN", source_id="rater@example.com")
+    for t, value in zip(traces[:2], (True, False), strict=True):
+        mlflow.log_feedback(
+            trace_id=t.info.trace_id, name="faithful", value=value, source=person, rationale="r"
+        )
+    got = sh([PY, "-m", "ragrig.cli", "label", "--from-mlflow", "--labels-out", "h.jsonl"], ws)
+    assert f"2 of {len(gens)} answer traces of run {run.info.run_id} rated by a person" in (
+        got.stdout
+    )
+    back = read_labels(ws / "h.jsonl", run_answers(gens, judged))
+    assert {q: x["human"] for q, x in back.items()} == {
+        traces[0].info.tags["ragrig.qid"]: 1,
+        traces[1].info.tags["ragrig.qid"]: 0,
+    }
     # labels of another run's answer: one line naming the file and its line, nothing written
     before = (ws / "reports/metrics.json").read_bytes()
     ratings[2]["answer_sha256"] = "0" * 64

@@ -236,10 +236,37 @@ def _calibrate_on_labels(cfg, args: argparse.Namespace) -> int:
     return 0
 
 
+def _labels_from_mlflow(args: argparse.Namespace) -> int:
+    """The human `faithful` feedback of the run's answer traces, written as a labels file."""
+    import json
+
+    from ragrig.config import load_section
+    from ragrig.io import atomic_write_text
+    from ragrig.report.tracking import configure, human_feedback
+
+    cfg = load_section("report", args.params)
+    uri = configure(cfg.mlflow, Path.cwd())
+    got = human_feedback(uri, cfg.mlflow.experiment, args.run_id)
+    out = Path(args.labels_out)
+    if not got["labels"]:
+        raise RagrigError(
+            f"label: run {got['run_id']}: none of its {got['traces']} answer traces has "
+            "feedback 'faithful' from a person; nothing written"
+        )
+    atomic_write_text(out, "".join(json.dumps(x) + "\n" for x in got["labels"]))
+    print(
+        f"ragrig label: {len(got['labels'])} of {got['traces']} answer traces of run "
+        f"{got['run_id']} rated by a person; wrote {out}"
+    )
+    return 0
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     """Export a stratified sample of the run's judged answers for people to rate."""
     from ragrig.labels import export_sample
 
+    if args.from_mlflow:
+        return _labels_from_mlflow(args)
     out = Path(args.out)
     try:
         m = export_sample(Path(args.data), out, args.n, args.seed)
@@ -353,6 +380,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default="reports/labels", help="folder written (replaced)")
     pl.add_argument("--n", type=int, default=100, help="answers to draw")
     pl.add_argument("--seed", type=int, default=13)
+    pl.add_argument(
+        "--from-mlflow",
+        action="store_true",
+        help="instead: read people's 'faithful' feedback on the run's answer traces in MLflow",
+    )
+    pl.add_argument("--run-id", default=None, help="with --from-mlflow (default: the latest run)")
+    pl.add_argument("--labels-out", default="labels/faithfulness.jsonl", help="with --from-mlflow")
+    pl.add_argument("--params", default="params.yaml", help="with --from-mlflow: the store")
     pl.set_defaults(func=cmd_label)
     pw = sub.add_parser(
         "sweep-page", help="render a sweep's rows.json as one HTML page comparing every point"

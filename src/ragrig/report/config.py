@@ -56,6 +56,12 @@ class MlflowConfig(Section):
     connect_timeout_s: int = Field(
         5, gt=0, description="preflight: seconds to reach the store before giving up"
     )
+    traces: bool = Field(
+        True,
+        description="log each answer as an MLflow trace of the run (question and passages "
+        "in, answer out) with the judge's decision as `faithful` feedback; a person's own "
+        "`faithful` feedback in the UI is read back by `ragrig label --from-mlflow`",
+    )
 
 
 class SliceConfig(Section):

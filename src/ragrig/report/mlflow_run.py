@@ -55,6 +55,8 @@ class RunContents:
     metrics: dict[str, float]
     artifacts: list[Path] = field(default_factory=list)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # artifact file -> rows
+    # one MLflow trace per answer (answer_traces), with the judge's feedback on it
+    traces: list[dict[str, Any]] = field(default_factory=list)
     # the views (runs-table default columns) this run adds its params to
     view_keys: tuple[str, ...] = (DEFAULT_VIEW,)
     view_params: list[str] = field(default_factory=list)  # param columns of the view
@@ -244,6 +246,7 @@ def build_contents(
     answers: pd.DataFrame | None = None,
     environ: Mapping[str, str] | None = None,
     tags: Mapping[str, str] | None = None,
+    traces: list[dict[str, Any]] | None = None,
 ) -> RunContents:
     """Everything one run logs, from the report's params and metrics tree; `tags` are added
     (e.g. precision_tags: what each torch model ran in, and the CPU that decided it)."""
@@ -287,6 +290,7 @@ def build_contents(
         tables=tables,
         view_keys=(DEFAULT_VIEW, sweep_view_key(parent)) if parent else (DEFAULT_VIEW,),
         view_params=[k for k in view_params if k != "dataset.root"],
+        traces=list(traces or []),
     )
 
 
@@ -378,6 +382,48 @@ def answers_table(
     first = ["qid", "question", "passages", "answer", "generation_status", "judge_status"]
     ordered = first + [c for c in out.columns if c not in first]
     return out[ordered].sort_values("qid", kind="mergesort").reset_index(drop=True)
+
+
+# the feedback a person adds to an answer's trace in the MLflow UI to label it (read back by
+# `ragrig label --from-mlflow`), and the judge's own under the same name
+FEEDBACK_NAME = "faithful"
+TAG_QID, TAG_ANSWER_SHA = "ragrig.qid", "ragrig.answer_sha256"
+
+
+def answer_traces(
+    queries: pd.DataFrame, generations: pd.DataFrame, judgments: pd.DataFrame
+) -> list[dict[str, Any]]:
+    """One trace per generated answer: the question and its passages in, the answer out,
+    tagged with the question id and the answer's sha256 (the labels file's key,
+    ragrig.labels), and the judge's decision as feedback (None: undecided, no feedback)."""
+    from ragrig.labels import answer_sha256
+
+    question = dict(zip(queries["qid"].astype(str), queries["text"], strict=True))
+    judged = {str(r["qid"]): r for r in judgments.to_dict("records")}
+    out = []
+    for g in generations.to_dict("records"):
+        qid = str(g["qid"])
+        j = judged.get(qid, {})
+        decision = j.get("judged_faithful") if j.get("status") == "scored" else None
+        decision = None if decision is None or decision != decision else bool(decision >= 0.5)
+        mode = str(j.get("failure_mode") or "")
+        out.append(
+            {
+                "qid": qid,
+                "inputs": {
+                    "question": str(question.get(qid, "")),
+                    "passages": json.loads(g["contexts"] or "[]"),
+                },
+                "outputs": {"answer": str(g["answer"])},
+                "tags": {TAG_QID: qid, TAG_ANSWER_SHA: answer_sha256(str(g["answer"]))},
+                "status": str(g["status"]),
+                "judged_faithful": decision,
+                "rationale": (
+                    f"failure mode: {mode}" if mode else ("faithful" if decision else "")
+                ),
+            }
+        )
+    return out
 
 
 def precision_tags(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:

@@ -284,12 +284,20 @@ def log_run(
     environ: dict[str, str] | None = None,
     artifacts_location: str | None = None,
     tags: dict[str, str] | None = None,
+    traces: list[dict[str, Any]] | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
     artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
     A sweep point ($RAGRIG_SWEEP_PARENT_RUN_ID, $RAGRIG_SWEEP_POINT) is a child run."""
     contents = build_contents(
-        params, metrics, cwd, artifacts=artifacts, answers=answers, environ=environ, tags=tags
+        params,
+        metrics,
+        cwd,
+        artifacts=artifacts,
+        answers=answers,
+        environ=environ,
+        tags=tags,
+        traces=traces,
     )
     return log_contents(uri, experiment, contents, artifacts_location)
 
@@ -335,6 +343,7 @@ def log_contents(
                 _write_tables(contents.tables, folder)
                 client.log_artifacts(run_id, str(folder))
             update_view(client, experiment_id, contents)
+            log_traces(uri, experiment_id, run_id, contents.traces, client)
         except BaseException as exc:
             if run_id is not None:
                 error = f"{type(exc).__name__}: {exc}"[-4000:]
@@ -344,6 +353,124 @@ def log_contents(
             raise
         client.set_terminated(run_id, status="FINISHED")
     return run_id
+
+
+def log_traces(
+    uri: str, experiment_id: str, run_id: str, traces: list[dict[str, Any]], client: Any
+) -> None:
+    """Each answer as an MLflow trace of the run (ragrig.report.mlflow_run.answer_traces),
+    written before the next, with the judge's decision as feedback named `faithful`: the
+    MLflow UI shows them under the run's traces, where a person can add their own."""
+    if not traces:
+        return
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # each trace stored on return
+    from mlflow.entities import AssessmentSource, Feedback
+    from mlflow.tracing.client import TracingClient
+
+    from ragrig.report.mlflow_run import FEEDBACK_NAME
+
+    tracing = TracingClient(tracking_uri=uri)
+    judge = AssessmentSource(source_type="LLM_JUDGE", source_id="ragrig judge")
+    for t in traces:
+        span = client.start_trace(
+            "answer",
+            span_type="CHAIN",
+            inputs=t["inputs"],
+            tags=t["tags"],
+            experiment_id=experiment_id,
+            run_id=run_id,
+        )
+        client.end_trace(
+            span.trace_id, outputs=t["outputs"], status="OK" if t["status"] == "ok" else "ERROR"
+        )
+        if t["judged_faithful"] is not None:
+            tracing.log_assessment(
+                span.trace_id,
+                Feedback(
+                    name=FEEDBACK_NAME,
+                    value=t["judged_faithful"],
+                    source=judge,
+                    rationale=t["rationale"] or None,
+                ),
+            )
+
+
+_HUMAN_VALUES = {
+    True: "faithful",
+    False: "unfaithful",
+    "faithful": "faithful",
+    "unfaithful": "unfaithful",
+    "yes": "faithful",
+    "no": "unfaithful",
+}
+
+
+def human_feedback(uri: str, experiment: str, run_id: str | None = None) -> dict[str, Any]:
+    """People's `faithful` feedback on the answer traces of one run (the experiment's latest
+    finished run unless `run_id`), as labels-file lines (ragrig.labels): the latest human
+    feedback per trace. A value that is not yes/no or faithful/unfaithful raises, naming it."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow.tracking import MlflowClient
+
+    from ragrig.errors import DataValidationError
+    from ragrig.report.mlflow_run import FEEDBACK_NAME, TAG_ANSWER_SHA, TAG_QID
+    from ragrig.report.stores import sqlalchemy_uri
+
+    uri = sqlalchemy_uri(uri)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise DataValidationError(f"{uri}: no experiment {experiment!r}")
+    if run_id is None:
+        runs = client.search_runs(
+            [exp.experiment_id],
+            "attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        if not runs:
+            raise DataValidationError(f"{uri}: experiment {experiment!r} has no finished run")
+        run_id = runs[0].info.run_id
+    lines, traces, token = [], 0, None
+    while True:
+        page = client.search_traces(
+            locations=[exp.experiment_id],
+            run_id=run_id,
+            include_spans=False,
+            max_results=500,
+            page_token=token,
+        )
+        for t in page:
+            traces += 1
+            human = [
+                a
+                for a in t.info.assessments or []
+                if a.name == FEEDBACK_NAME
+                and str(a.source.source_type) == "HUMAN"
+                and a.valid is not False
+            ]
+            if not human:
+                continue
+            last = max(human, key=lambda a: a.last_update_time_ms or a.create_time_ms or 0)
+            value = last.value.lower() if isinstance(last.value, str) else last.value
+            if value not in _HUMAN_VALUES:
+                raise DataValidationError(
+                    f"trace {t.info.trace_id} (question {t.info.tags.get(TAG_QID)!r}): feedback "
+                    f"{FEEDBACK_NAME!r} is {last.value!r}, not yes/no or faithful/unfaithful"
+                )
+            lines.append(
+                {
+                    "qid": t.info.tags.get(TAG_QID),
+                    "answer_sha256": t.info.tags.get(TAG_ANSWER_SHA),
+                    "rating": _HUMAN_VALUES[value],
+                    "note": last.rationale or "",
+                }
+            )
+        token = page.token
+        if not token:
+            break
+    lines.sort(key=lambda x: str(x["qid"]))
+    return {"run_id": run_id, "traces": traces, "labels": lines}
 
 
 def _stage(src: Path, dest: Path) -> None:
