@@ -12,6 +12,7 @@ import socket
 import struct
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,10 @@ class Chromium:
         )
 
     def open(self, url: str) -> None:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?{url}", method="PUT")
+        target_url = urllib.parse.quote(url, safe="")  # a '#' or '?' of the page's own
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/json/new?{target_url}", method="PUT"
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             target = json.loads(resp.read())
         self.page = _WebSocket(target["webSocketDebuggerUrl"])
@@ -134,6 +138,27 @@ class Chromium:
         if "exceptionDetails" in r:
             raise RuntimeError(f"{expression[:80]}: {r['exceptionDetails']}")
         return r["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 60) -> Any:
+        """Poll a JavaScript expression until it is truthy (a page rendering after load)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.js(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"never true within {timeout:g} s: {expression[:120]}")
+            time.sleep(0.25)
+
+    def click_button(self, label: str) -> None:
+        """Click the last button whose text (or aria-label) starts with `label`."""
+        ok = self.js(
+            "(() => { const b = Array.from(document.querySelectorAll('button')).filter(b => "
+            f"(b.innerText || b.getAttribute('aria-label') || '').trim().startsWith({label!r}));"
+            " if (!b.length) return false; b[b.length - 1].click(); return true; })()"
+        )
+        if not ok:
+            raise LookupError(f"no button {label!r} on the page")
 
     def __enter__(self) -> Chromium:
         return self

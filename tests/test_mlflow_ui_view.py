@@ -88,3 +88,81 @@ def test_runs_table_link_and_answers_table_render(tmp_path: Path, monkeypatch):
         assert "View as table" in art and "How many moons has Mars?" in art
     finally:
         ui.stop(tmp_path)
+
+
+def test_a_person_labels_an_answer_trace_in_the_ui_and_it_comes_back_as_a_label(
+    tmp_path: Path, monkeypatch
+):
+    """The report logs each answer as a trace with the judge's `faithful` feedback; in the MLflow
+    UI (real Chromium, real clicks) a person opens the run's traces, adds feedback `faithful` =
+    False with a rationale; `human_feedback` (ragrig label --from-mlflow) reads it back."""
+    from ragrig.report.tracking import human_feedback
+
+    from ._cdp import Chromium
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    trace = {
+        "qid": "q1",
+        "inputs": {"question": "When did the probe land?", "passages": ["The probe landed."]},
+        "outputs": {"answer": "It landed in 1997."},
+        "tags": {"ragrig.qid": "q1", "ragrig.answer_sha256": "ab" * 32},
+        "status": "ok",
+        "judged_faithful": True,
+        "rationale": "faithful",
+    }
+    run_id = log_run(
+        uri, "ragrig", {}, {"judge": {"faithfulness": 1.0}}, [], tmp_path, traces=[trace]
+    )
+    info = ui.start(tmp_path, uri, port=_free_port(), timeout=180)
+    try:
+        assert human_feedback(info["url"], "ragrig")["labels"] == []  # the judge's only
+        import requests
+
+        exp_id = requests.get(
+            f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": "ragrig"},
+            timeout=10,
+        ).json()["experiment"]["experiment_id"]
+        with Chromium(CHROMIUM, tmp_path) as c:
+            c.open(f"{info['url']}/#/experiments/{exp_id}/runs/{run_id}/traces")
+            c.wait_for("document.body.innerText.includes('When did the probe land?')")
+            assert "faithful" in c.js("document.body.innerText")  # the judge's column
+            c.js(
+                "Array.from(document.querySelectorAll('*')).find(e => e.children.length === 0"
+                " && e.textContent.trim().startsWith('tr-')).click()"
+            )
+            c.wait_for(
+                "Array.from(document.querySelectorAll('button')).some(b => "
+                "b.innerText.trim().startsWith('Assess'))"
+            )
+            c.click_button("Assess")
+            c.wait_for("document.body.innerText.includes('Add feedback')")
+            c.click_button("Add feedback")
+            c.wait_for("!!document.querySelector('input[placeholder=\"Enter a feedback name\"]')")
+            c.js(
+                "(() => { const set = (el, v) => { Object.getOwnPropertyDescriptor("
+                "Object.getPrototypeOf(el), 'value').set.call(el, v);"
+                " el.dispatchEvent(new Event('input', {bubbles: true})); };"
+                " set(document.querySelector('input[placeholder=\"Enter a feedback name\"]'),"
+                " 'faithful');"
+                " const v = Array.from(document.querySelectorAll('input')).filter(e =>"
+                " (e.name || '').includes('boolean-input')); v[1].click();"  # False
+                " const t = Array.from(document.querySelectorAll('textarea')).filter(e =>"
+                " e.placeholder !== 'Ask a question...'); set(t[0], 'no year in the passage');"
+                " })()"
+            )
+            c.click_button("Create")
+            c.wait_for("document.body.innerText.includes('Feedback (2)')")
+        got = human_feedback(info["url"], "ragrig")
+        assert got["run_id"] == run_id and got["traces"] == 1
+        assert got["labels"] == [
+            {
+                "qid": "q1",
+                "answer_sha256": "ab" * 32,
+                "rating": "unfaithful",
+                "note": "no year in the passage",
+            }
+        ]
+    finally:
+        ui.stop(tmp_path)

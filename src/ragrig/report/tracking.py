@@ -363,14 +363,25 @@ def log_traces(
     MLflow UI shows them under the run's traces, where a person can add their own."""
     if not traces:
         return
-    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # each trace stored on return
+    import mlflow
+
+    # the tracer exports to the process's tracking URI, not the client's
+    before = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+    mlflow.set_tracking_uri(uri)
+    try:
+        _log_traces(uri, experiment_id, run_id, traces, client)
+    finally:
+        mlflow.set_tracking_uri(before)
+
+
+def _log_traces(uri: str, experiment_id: str, run_id: str, traces: list, client: Any) -> None:
+    import mlflow
     from mlflow.entities import AssessmentSource, Feedback
     from mlflow.tracing.client import TracingClient
 
     from ragrig.report.mlflow_run import FEEDBACK_NAME
 
-    tracing = TracingClient(tracking_uri=uri)
-    judge = AssessmentSource(source_type="LLM_JUDGE", source_id="ragrig judge")
+    ids = []
     for t in traces:
         span = client.start_trace(
             "answer",
@@ -383,9 +394,15 @@ def log_traces(
         client.end_trace(
             span.trace_id, outputs=t["outputs"], status="OK" if t["status"] == "ok" else "ERROR"
         )
+        ids.append(span.trace_id)
+    # traces may be exported in the background: every one stored before its feedback
+    mlflow.flush_trace_async_logging()
+    tracing = TracingClient(tracking_uri=uri)
+    judge = AssessmentSource(source_type="LLM_JUDGE", source_id="ragrig judge")
+    for trace_id, t in zip(ids, traces, strict=True):
         if t["judged_faithful"] is not None:
             tracing.log_assessment(
-                span.trace_id,
+                trace_id,
                 Feedback(
                     name=FEEDBACK_NAME,
                     value=t["judged_faithful"],
