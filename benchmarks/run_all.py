@@ -40,6 +40,7 @@ BENCHMARKS = [
     "sweep_ray",
     "rerank",
     "llm_judge",
+    "llm_claims",
     "index_scale",
     "parse",
     "chunk",
@@ -62,6 +63,7 @@ QUICK_ARGS = {
     "sweep_ray": [],
     "rerank": ["--train", "--depths", "20"],
     "llm_judge": ["--n", "10"],
+    "llm_claims": ["--n", "10"],
     "index_scale": ["--n", "200000", "--queries", "300"],
     "parse": ["--copies", "30"],
     "chunk": [],
@@ -77,6 +79,7 @@ SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 OWN_SMOKE_DATASET = {
     "calibrate": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
     "llm_judge": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
+    "llm_claims": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag",
     # tiny_beir with a train split: the reranker trains on it
     "rerank": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir_train",
     # documents of every format, not a BEIR folder (default: ../shared/datasets/docling_test_docs)
@@ -150,6 +153,17 @@ SMOKE_ARGS = {
     "rerank": ["--train", "--workdir", "{tmp}/rerank", "--depths", "3", "50"],
     # the packaged SmolLM2 in process judging two answers of the MTRAG fixture, then cached
     "llm_judge": ["--n", "2", "--cache-dir", "{tmp}/llm-judge-cache"],
+    # the lexical fake reader and its position-biased twin on the fixture's faithful answers
+    "llm_claims": [
+        "--n",
+        "3",
+        "--verifier",
+        "fake",
+        "--verifier",
+        "fake_first",
+        "--cache-dir",
+        "{tmp}/llm-claims-cache",
+    ],  # fmt: skip
     # 3,000 synthetic 32-d vectors: every configuration kind built, searched and measured
     "index_scale": [
         "--n",

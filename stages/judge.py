@@ -32,6 +32,13 @@ def main() -> None:
         threshold=cfg.decision_threshold,
         veto=cfg.veto,
     )
+    from ragrig.judge.llm import self_preference
+
+    judge_models = [m.model for m in (cfg.llm, getattr(cfg, "verifier", None)) if m is not None]
+    generators = sorted({str(m) for m in gens["model"] if str(m)})
+    warning = self_preference(judge_models, generators)
+    if warning:
+        print(f"judge: warning: {warning}")
     precision = None
     if cfg.method == "verifier":  # the verifier's matrix products on this CPU
         from ragrig.precision import precision_record, resolve_precision
@@ -52,6 +59,7 @@ def main() -> None:
                 "llm_cached": int(judgments["llm_cached"].sum()),
                 "precision_decision": precision,
                 "decision": decision_record(cfg.decision_threshold, judgments, cfg.veto),
+                "self_preference": warning,
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")

@@ -502,3 +502,19 @@ def test_suite_benchmark_times_a_fresh_clone_and_writes_its_section(smoke):
         check=True,
     ).stdout.strip()
     assert Path(where) == Path(ragrig.__file__).resolve(), where
+
+
+def test_llm_claims_benchmark_catches_a_position_biased_judge(smoke):
+    r = _ok(smoke, "llm_claims")
+    fake, first = r["verifiers"]["fake"], r["verifiers"]["fake_first"]
+    assert (fake["answers"], fake["claims"], fake["failed_answers"]) == (3, 3, 0)
+    # the lexical reader reads every passage: reversing them changes nothing
+    assert fake["position"] == {"claims_unchanged": 1.0, "answers_unchanged": 1.0}
+    # its twin reads passage [1] only: the fixture's two-passage tasks expose it
+    assert first["position"]["claims_unchanged"] == pytest.approx(1 / 3)
+    assert fake["verbosity"]["answers_padded"] == 3
+    assert fake["verbosity"]["claims_unchanged"] == 1.0
+    assert r["self_preference"]["judge_vs_mtrag_responders"] is None
+    assert r["self_preference"]["packaged_judge_vs_packaged_generator"].startswith(
+        "the judge and the generator are of one model family (smollm:"
+    )

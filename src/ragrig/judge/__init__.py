@@ -109,6 +109,7 @@ class Judge(Protocol):
 JUDGES = {
     "overlap": "ragrig.judge.overlap:OverlapJudge",
     "verifier": "ragrig.judge.verifier:VerifierJudge",
+    "llm_claims": "ragrig.judge.llm_claims:LLMClaimJudge",
 }
 
 
@@ -161,6 +162,7 @@ _MODE_OF_KIND = {
     "number": "wrong_number",
     "entity": "wrong_entity",
     "fabricated": "fabrication",
+    "contradicted": "contradiction",  # the LLM claim judge's verdict
 }
 
 

@@ -18,7 +18,8 @@ DEFAULT_MAX_TOKENS = 384
 
 # The hard checks of ragrig.judge.overlap (Verdict.contradictions); DEFAULT_VETO: those that
 # decide an answer by default
-HardCheck = Literal["negation", "number", "entity", "fabricated"]
+# `contradicted`: the LLM claim judge's verdict (ragrig.judge.llm_claims)
+HardCheck = Literal["negation", "number", "entity", "fabricated", "contradicted"]
 
 
 def _veto_field() -> Any:
@@ -226,4 +227,31 @@ class JudgeVerifier(Section):
     veto: list[HardCheck] = _veto_field()
 
 
-JudgeConfig = Annotated[JudgeOverlap | JudgeVerifier, Field(discriminator="method")]
+class JudgeLLMClaims(JudgeBase):
+    """Claims extracted as for the overlap judge, each verified by an LLM (supported /
+    contradicted / not addressed; ragrig.judge.llm_claims)."""
+
+    method: Literal["llm_claims"] = "llm_claims"
+    verifier: LLMJudgeConfig = Field(
+        default_factory=lambda: LLMJudgeLlamaCpp(max_tokens=16),
+        description="the model reading each claim: an OpenAI-compatible endpoint or a GGUF in "
+        "process (default: the packaged SmolLM2, which runs offline but reads claims poorly)",
+    )
+    min_content_words: int = Field(
+        2, gt=0, description="fewer content words: not a claim of its own (a short answer)"
+    )
+    entity_check: bool = Field(
+        True,
+        description="also the lexical hard checks: a claim whose names or numbers are absent "
+        "from the context is unsupported",
+    )
+    veto: list[HardCheck] = Field(
+        default_factory=lambda: ["contradicted", *DEFAULT_VETO],
+        description="the findings that make an answer unfaithful whatever its score: the LLM's "
+        "`contradicted` verdict and the lexical checks (ragrig.judge.decide)",
+    )
+
+
+JudgeConfig = Annotated[
+    JudgeOverlap | JudgeVerifier | JudgeLLMClaims, Field(discriminator="method")
+]

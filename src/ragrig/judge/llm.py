@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,7 +105,7 @@ class LLMJudgment:
     """One call's outcome: `verdict` only when status is ok; tokens are those paid (0 cached)."""
 
     status: str
-    verdict: LLMVerdict | None = None
+    verdict: Any = None  # LLMVerdict, or the parsed reply of another schema (exchange)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
@@ -147,13 +148,19 @@ def _parse_verdict(content: str) -> tuple[LLMVerdict, int]:
     return LLMVerdict.model_validate(data), repaired
 
 
-def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
-    """sha256 of everything that determines the reply: model, prompt, schema, sampling params."""
+def cache_key(
+    model: str,
+    messages: list[dict[str, str]],
+    params: dict[str, Any],
+    schema: dict[str, Any] | None = None,
+) -> str:
+    """sha256 of everything that determines the reply: model, prompt, schema (the rubric's by
+    default), sampling params."""
     material = {
         "v": CACHE_VERSION,
         "model": model,
         "messages": messages,
-        "schema": SCHEMA,
+        "schema": SCHEMA if schema is None else schema,
         "params": params,
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
@@ -229,24 +236,39 @@ class LLMJudge:
         return redact(f"{type(exc).__name__}: {exc}", self.secrets)[:ERROR_CHARS]
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> LLMJudgment:
+        """The rubric's verdict (LLMVerdict) of one answer."""
+        return self.exchange(
+            judge_messages(question, answer, contexts), SCHEMA, "judgment", _parse_verdict
+        )
+
+    def exchange(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        parse: Callable[[str], tuple[Any, int]],
+    ) -> LLMJudgment:
+        """One schema-constrained call, cached, retried and counted; `parse` turns the reply's
+        text into (the validated object, lone surrogates replaced) or raises ValueError."""
         t0 = (
             time.perf_counter(),
             time.process_time(),
             _remote_cpu(self.transport),
             self.transport,
         )
-        messages = judge_messages(question, answer, contexts)
-        key = cache_key(self.model_name, messages, self.params)
+        key = cache_key(self.model_name, messages, self.params, schema)
         entry = self._read_cache(key)
         if entry is not None:
-            return self._judgment(entry["content"], 0, 0, True, 0, t0, entry.get("finish"))
+            return self._judgment(
+                entry["content"], 0, 0, True, 0, t0, entry.get("finish"), parse=parse
+            )
         body = {
             "model": self.model_name,
             "messages": messages,
             **self.params,
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "judgment", "strict": True, "schema": SCHEMA},
+                "json_schema": {"name": schema_name, "strict": True, "schema": schema},
             },
             **self.extra_body,
         }
@@ -307,7 +329,7 @@ class LLMJudge:
             },
         )
         return self._judgment(
-            content, prompt_tokens, completion_tokens, False, attempts, t0, finish, notes
+            content, prompt_tokens, completion_tokens, False, attempts, t0, finish, notes, parse
         )
 
     def _failed(
@@ -330,6 +352,7 @@ class LLMJudge:
         t0: tuple,
         finish: str | None,
         notes: list[str] | None = None,
+        parse: Callable[[str], tuple[Any, int]] | None = None,
     ) -> LLMJudgment:
         common = {
             "prompt_tokens": prompt_tokens,
@@ -338,7 +361,7 @@ class LLMJudge:
             "attempts": attempts,
         }
         try:
-            verdict, escaped = _parse_verdict(content)
+            verdict, escaped = (parse or _parse_verdict)(content)
         except (ValueError, ValidationError) as exc:
             why = (
                 "reply is not JSON"
@@ -449,3 +472,42 @@ def make_llm_judge(cfg: Any) -> LLMJudge:
         # a cached prompt prefix would make a reply depend on the call before it
         return LLMJudge(_LlamaTransport(cfg), extra_body={"cache_prompt": False}, **common)
     raise ValueError(f"unknown LLM judge backend {cfg.backend!r}")
+
+
+# Model families, by the name's words: a judge of the generator's family tends to prefer its
+# answers (self-preference), so the judge stage warns when they are the same
+FAMILIES = (
+    "smollm", "llama", "qwen", "mistral", "mixtral", "gemma", "phi", "gpt", "claude",
+    "deepseek", "granite", "olmo", "falcon", "command", "gemini",
+)  # fmt: skip
+
+
+def model_family(name: str) -> str:
+    """The family of a model name ('packaged:SmolLM2-135M-Instruct' -> 'smollm'; a path's
+    file name read; an unknown name: its first letters)."""
+    base = name.split(":", 1)[-1].replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for family in FAMILIES:
+        if family in base:
+            return family
+    m = re.match(r"[a-z]+", base)
+    return m.group(0) if m else base
+
+
+def self_preference(judge_models: list[str], generator_models: list[str]) -> str | None:
+    """A warning when a judge model is of a generator model's family, else None."""
+    same = sorted(
+        {
+            (j, g)
+            for j in judge_models
+            for g in generator_models
+            if j and g and model_family(j) == model_family(g)
+        }
+    )
+    if not same:
+        return None
+    pairs = ", ".join(f"judge {j} / generator {g}" for j, g in same)
+    return (
+        f"the judge and the generator are of one model family ({model_family(same[0][0])}: "
+        f"{pairs}): a judge tends to prefer its own family's answers (self-preference); "
+        "judge with another family"
+    )
