@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import Field, ValidationError
@@ -24,7 +24,7 @@ class SplitConfig(Section):
 
 
 class PPIConfig(Section):
-    n: list[int] = Field(
+    n: list[Annotated[int, Field(ge=2, le=1_000_000)]] = Field(
         default_factory=lambda: [50, 100, 200],
         description="label-sample sizes of the coverage simulation (each >= 2)",
     )
