@@ -126,11 +126,12 @@ class Chromium:
         with urllib.request.urlopen(req, timeout=30) as resp:
             target = json.loads(resp.read())
         self.page = _WebSocket(target["webSocketDebuggerUrl"])
-        deadline = time.monotonic() + 30
-        while self.js("document.readyState") != "complete":
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{url} did not finish loading")
-            time.sleep(0.1)
+        # a new target starts on about:blank, already "complete": wait for the page itself
+        self.wait_for(
+            "location.href !== 'about:blank' && document.readyState === 'complete' && "
+            "!!document.body",
+            timeout=60,
+        )
 
     def js(self, expression: str) -> Any:
         assert self.page is not None, "open a page first"
@@ -143,7 +144,10 @@ class Chromium:
         """Poll a JavaScript expression until it is truthy (a page rendering after load)."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.js(expression)
+            try:
+                value = self.js(expression)
+            except RuntimeError:  # e.g. the element not there yet: the page is still rendering
+                value = None
             if value:
                 return value
             if time.monotonic() > deadline:

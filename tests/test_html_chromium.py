@@ -168,11 +168,13 @@ def test_label_page_rates_saves_and_restores_in_chromium(tmp_path):
             time.sleep(0.2)
         saved = (downloads / "labels.jsonl").read_text()
         assert saved == shown
-        c.js("location.reload()")
-        time.sleep(1)
-        while c.js("document.readyState") != "complete":
-            time.sleep(0.1)
-        assert c.js("document.getElementById('count').textContent") == "2"  # localStorage
+        c.js("window.oldPage = true; location.reload()")
+        # the reloaded page (no `oldPage` on its window) restores the ratings from localStorage
+        assert c.wait_for(
+            "!window.oldPage && document.readyState === 'complete' && "
+            "document.getElementById('count').textContent === '2'",
+            timeout=30,
+        )
         assert c.js("document.getElementById('n-2').value") == "the date is wrong"
     lines = [json.loads(x) for x in saved.splitlines()]
     assert [(x["qid"], x["rating"]) for x in lines] == [("q1", "faithful"), ("q3", "unfaithful")]
