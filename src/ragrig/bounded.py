@@ -5,12 +5,16 @@ An in-process llama.cpp call cannot be interrupted from Python. `BoundedWorker` 
 not answer within `timeout_s` raises TimeoutError and the child is killed, so the work really
 stops. The next call starts a fresh child (the object is built again: a model load). An
 exception inside the child comes back as RemoteError with its type and message; a child that
-dies mid-call raises RemoteError too (counted by the caller, never a hang).
+dies mid-call raises RemoteError too (counted by the caller, never a hang). A child whose
+parent is gone (killed by SIGKILL, or by SIGTERM outside a stage) ends itself within a second.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +23,20 @@ class RemoteError(RuntimeError):
     """The call failed in the child process (its exception, or the child died)."""
 
 
-def _serve(factory: Callable[..., Any], args: tuple, method: str, conn: Any) -> None:
+def _orphaned_exit(parent: int, every_s: float = 0.5) -> None:
+    """End this child once its parent is gone (killed by a signal it could not handle): a
+    call in progress, e.g. a long llama.cpp generation, must not run on for nobody."""
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _serve(
+    factory: Callable[..., Any], args: tuple, method: str, conn: Any, parent: int | None = None
+) -> None:
+    if parent is not None:
+        threading.Thread(target=_orphaned_exit, args=(parent,), daemon=True).start()
     try:
         target = factory(*args)
     except BaseException as exc:  # the build failed: report it on the first call
@@ -59,7 +76,9 @@ class BoundedWorker:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         proc = ctx.Process(
-            target=_serve, args=(self.factory, self.args, self.method, child), daemon=True
+            target=_serve,
+            args=(self.factory, self.args, self.method, child, os.getpid()),
+            daemon=True,
         )
         proc.start()
         child.close()

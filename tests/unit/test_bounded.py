@@ -58,3 +58,41 @@ def test_a_failed_build_is_reported_on_the_call():
 def test_timeouts_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         BoundedWorker(importlib.import_module, ("math",), timeout_s=0)
+
+
+def test_a_child_whose_parent_is_killed_ends_itself(tmp_path):
+    """A parent killed by SIGKILL mid-call (no cleanup runs): its child, busy in a 60 s call,
+    sees it gone and exits within seconds instead of running on for nobody."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import importlib\n"
+        "from ragrig.bounded import BoundedWorker\n"
+        "if __name__ == '__main__':\n"
+        "    w = BoundedWorker(importlib.import_module, ('time',), method='sleep', timeout_s=120)\n"
+        "    w._start()\n"
+        "    print(w._proc.pid, flush=True)\n"
+        "    w.call(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    time.sleep(1.5)  # the call sent: the child is asleep in it, not waiting for one
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)  # still there?
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as fh:  # a zombie has exited too
+            if fh.read().split(")")[1].split()[0] == "Z":
+                break
+        time.sleep(0.2)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the orphaned child was still running 10 s after its parent was killed")
