@@ -220,3 +220,16 @@ def test_cli_renders_rows_json_and_reports_bad_json(tmp_path, capsys):
     assert cli.main(["sweep-page", str(bad), "--out", str(tmp_path / "b.html")]) == 1
     err = capsys.readouterr().err
     assert f"{bad}: line 3: not JSON" in err and not (tmp_path / "b.html").exists()
+
+
+def test_run_page_shows_the_labelled_faithful_share_with_its_own_interval():
+    metrics = known_metrics()
+    assert "m-faithful_share_ppi" not in run_page_html(metrics, per_query=per_query_table())
+    metrics["scorecard"]["faithfulness"] = {
+        "ppi": {"estimate": 0.8123, "ci_low": 0.7561, "ci_high": 0.8685, "n_labelled": 100,
+                "alpha": 0.05}
+    }  # fmt: skip
+    page = run_page_html(metrics, per_query=per_query_table(), seed=SEED)
+    assert card_value(page, "faithful_share_ppi") == "0.8123"
+    assert card_ci(page, "faithful_share_ppi") == "95% CI [0.7561, 0.8685]"
+    assert "faithful share, 100 labels (PPI)" in page

@@ -283,6 +283,15 @@ def _cards(metrics: Mapping[str, Any], per_query: Any, seed: int) -> str:
             f'<div class="ci">{"95% CI " + fmt_interval(ci, kind) if ci else "&nbsp;"}</div></div>'
         )
         out.append(_measured(card) if kind == "usd" else card)
+    ppi = _get(metrics, "scorecard", "faithfulness", "ppi")
+    if ppi:  # people's labels: the prediction-powered faithful share, with its own interval
+        out.append(
+            f'<div class="card" id="m-faithful_share_ppi"><div class="label">faithful share, '
+            f"{_e(ppi['n_labelled'])} labels (PPI)</div>"
+            f'<div class="value">{fmt_score(ppi["estimate"])}</div>'
+            f'<div class="ci">{1 - ppi["alpha"]:.0%} CI '
+            f"{fmt_interval((ppi['ci_low'], ppi['ci_high']))}</div></div>"
+        )
     out.append("</div>")
     return "".join(out)
 
