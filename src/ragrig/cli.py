@@ -206,6 +206,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _calibrate_on_labels(cfg, args: argparse.Namespace) -> int:
+    import json
+
     from ragrig.calibrate import (
         RULE_NOTES,
         THRESHOLD_KEY,
@@ -217,7 +219,9 @@ def _calibrate_on_labels(cfg, args: argparse.Namespace) -> int:
     from ragrig.io import write_json
 
     root = _root()
-    report = run_on_labels(cfg, root, Path(args.labels), Path(args.data), Path(args.params))
+    report = run_on_labels(
+        cfg, root, Path(args.labels), Path(args.data), Path(args.params), args.fit_weights
+    )
     for line in format_labels_report(report):
         print(line)
     out = Path(cfg.out_dir)
@@ -231,7 +235,18 @@ def _calibrate_on_labels(cfg, args: argparse.Namespace) -> int:
         note = f"chosen by `ragrig calibrate --labels` ({rule} on the calibration half of "
         note += f"{Path(args.labels).name}, seed {cfg.split.seed})"
         path = judge_config_path(root, name)
-        write_fitted(path, [(THRESHOLD_KEY, repr(float(value)), note)])
+        entries = [(THRESHOLD_KEY, repr(float(value)), note)]
+        if report["weights"] is not None:
+            entries.insert(
+                0,
+                (
+                    "weights",
+                    json.dumps(report["weights"]["weights"]),
+                    "fitted by `ragrig calibrate --labels --fit-weights` (the composite's "
+                    f"highest ROC-AUC on the calibration half of {Path(args.labels).name})",
+                ),
+            )
+        write_fitted(path, entries)
         print(f"{path.relative_to(root)}: decision_threshold {value:.4g} (run `make params` next)")
     return 0
 
@@ -360,6 +375,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the team's labels of this run's answers (ragrig label): measure and fit the "
         "run's judge on them instead of MTRAG",
+    )
+    pc.add_argument(
+        "--fit-weights",
+        action="store_true",
+        help="with --labels: fit the faithfulness composite's weights on them too",
     )
     pc.add_argument("--data", default="data", help="with --labels: the run's stage outputs")
     pc.add_argument("--params", default="params.yaml", help="with --labels: the run's params")

@@ -250,7 +250,16 @@ def test_calibrate_on_the_teams_labels(tmp_path, monkeypatch, capsys):
     assert scorer["held_out"]["n"] == 4
     assert "faithful share by PPI on the judge's decision: 0.778 [" in out
     written = yaml.safe_load((tmp_path / "conf/judge/overlap.yaml").read_text())
-    assert written["decision_threshold"] == scorer["threshold"]
+    assert written["decision_threshold"] == scorer["threshold"] and "weights" not in written
+    assert report["weights"] is None  # fitted only when asked
+    assert cli.main(["calibrate", "--labels", str(path), "--fit-weights"]) == 0
+    capsys.readouterr()
+    fitted = json.loads((tmp_path / "reports/calibration/labels_calibration.json").read_text())
+    written = yaml.safe_load((tmp_path / "conf/judge/overlap.yaml").read_text())
+    assert written["weights"] == fitted["weights"]["weights"]  # a valid judge section again
+    from ragrig.config import validate_section
+
+    validate_section("judge", written)
     # labels of another run: one line, nothing written
     (tmp_path / "reports/calibration/labels_calibration.json").unlink()
     lines[0]["answer_sha256"] = L.answer_sha256("another answer")
@@ -259,3 +268,25 @@ def test_calibrate_on_the_teams_labels(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"ragrig: error: {path}: line 1: the answer of question 'q0' differs")
     assert not (tmp_path / "reports/calibration/labels_calibration.json").exists()
+
+
+def test_fit_weights_finds_the_part_that_ranks_the_labels():
+    from ragrig.calibrate.own_labels import fit_weights, weight_grid
+
+    grid = weight_grid()
+    assert len(grid) == 55 and all(abs(sum(w.values()) - 1) < 1e-9 for w in grid)
+    assert min(w["claims"] for w in grid) == 0.1
+    # entity overlap ranks people's labels perfectly, the claim score backwards; no LLM part
+    labels = [1, 0, 1, 0, 1, 0, 1, 0]
+    parts = [
+        {"claims": 0.2 if y else 0.9, "llm": None, "entity": 0.8 + 0.01 * i if y else 0.1}
+        for i, y in enumerate(labels)
+    ]
+    halves = ["calibration"] * 4 + ["held_out"] * 4
+    got = fit_weights(parts, labels, halves, {"claims": 0.4, "llm": 0.4, "entity": 0.2})
+    # with no LLM part the composite is claims : entity renormalised; every weighting with
+    # claims below half of the two ranks perfectly, and of those the nearest the configured
+    # (L1 distance 0.4) and first on the grid is claims 0.2, llm 0.4, entity 0.4
+    assert got["weights"] == {"claims": 0.2, "llm": 0.4, "entity": 0.4}
+    assert got["calibration_roc_auc"] == got["held_out_roc_auc"] == 1.0
+    assert got["configured_held_out_roc_auc"] == 0.0  # 0.4 claims : 0.2 entity ranks backwards

@@ -6,7 +6,9 @@ the answer-level score (`answer_support`), or 0 when a hard check of a kind in t
 `judge.veto` contradicts a claim. The labelled questions are split in two halves by the
 calibrate config's seed (sha256 order, as for MTRAG's tasks); the threshold is fitted on the
 calibration half by the judge's rule (prevalence for a calibrated answer model, else maximum
-balanced accuracy) and measured on the held-out half. Beside it, the prediction-powered
+balanced accuracy) and measured on the held-out half. With `--fit-weights`, the faithfulness
+composite's weights too: the grid weighting ranking the calibration half best, measured on the
+held-out half beside the configured ones. Beside it, the prediction-powered
 estimate of the run's faithful share (ragrig.metrics.ppi) from every judged answer and the
 labels, on the decision and on the score.
 """
@@ -29,8 +31,76 @@ def _decision_score(j: dict[str, Any], veto: set[str]) -> float | None:
     return 0.0 if kinds & veto else float(support)
 
 
+def _part(j: dict[str, Any], col: str) -> float | None:
+    v = j.get(col)
+    return None if v is None or v != v else float(v)
+
+
+def weight_grid(step: float = 0.1) -> list[dict[str, float]]:
+    """Every (claims, llm, entity) weighting on a `step` grid summing to 1, claims > 0."""
+    n = round(1 / step)
+    return [
+        {"claims": c / n, "llm": i / n, "entity": (n - c - i) / n}
+        for c in range(1, n + 1)
+        for i in range(0, n - c + 1)
+    ]
+
+
+def fit_weights(
+    parts: list[dict[str, float | None]],
+    labels: list[int],
+    halves: list[str],
+    configured: dict[str, float],
+) -> dict[str, Any]:
+    """The composite's weights (ragrig.judge.composite) ranking the calibration half's labelled
+    answers best (ROC-AUC; ties: the weighting nearest the configured one), measured on the
+    held-out half beside the configured weights."""
+    from ragrig.calibrate.core import CALIBRATION, HELD_OUT
+    from ragrig.judge.composite import composite
+    from ragrig.metrics.calibration import roc_auc
+
+    def auc(weights: dict[str, float], half: str) -> float | None:
+        ys, ss = [], []
+        for p, y, h in zip(parts, labels, halves, strict=True):
+            value, _ = composite(p, weights)
+            if h == half and value is not None:
+                ys.append(y)
+                ss.append(value)
+        try:
+            return roc_auc(ys, ss)
+        except ValueError:  # one human class in that half
+            return None
+
+    scored = []
+    for w in weight_grid():
+        a = auc(w, CALIBRATION)
+        if a is not None:
+            # rounded: a tie must not be broken by floating-point noise (then: grid order)
+            distance = round(sum(abs(w[k] - configured.get(k, 0.0)) for k in w), 9)
+            scored.append((-a, distance, w))
+    if not scored:
+        raise ValueError(
+            "fitting the composite's weights needs both classes in the calibration half"
+        )
+    _, _, best = min(scored, key=lambda x: (x[0], x[1]))
+    return {
+        "rule": "the grid weighting (step 0.1, claims > 0) with the highest calibration-half "
+        "ROC-AUC; ties: nearest the configured weights",
+        "weights": best,
+        "calibration_roc_auc": auc(best, CALIBRATION),
+        "held_out_roc_auc": auc(best, HELD_OUT),
+        "configured": dict(configured),
+        "configured_held_out_roc_auc": auc(configured, HELD_OUT),
+    }
+
+
 def run_on_labels(
-    cfg: CalibrateConfig, root: Path, labels_path: Path, data: Path, params: Path
+    cfg: CalibrateConfig,
+    root: Path,
+    labels_path: Path,
+    data: Path,
+    params: Path,
+    weights: bool = False,
 ) -> dict[str, Any]:
     """Fit and measure the run's judge on the labels; the report (written nowhere)."""
     from ragrig.calibrate import threshold_rule
@@ -77,7 +147,27 @@ def run_on_labels(
             )
     except ValueError as exc:
         raise RagrigError(f"calibrate --labels {labels_path}: {exc}") from None
+    fitted_weights = None
+    if weights:
+        parts = [
+            {
+                "claims": _part(scored[r.task_id], "answer_support"),
+                "llm": _part(scored[r.task_id], "llm_faithfulness"),
+                "entity": _part(scored[r.task_id], "entity_overlap"),
+            }
+            for r in rows
+        ]
+        try:
+            fitted_weights = fit_weights(
+                parts,
+                [r.label for r in rows],
+                [r.half for r in rows],
+                judge_cfg.weights.model_dump(),
+            )
+        except ValueError as exc:
+            raise RagrigError(f"calibrate --labels {labels_path}: {exc}") from None
     return {
+        "weights": fitted_weights,
         "labels": str(labels_path),
         "run_id": run_id(answers),
         "judge": {"method": judge_cfg.method, "veto": sorted(veto)},
@@ -114,6 +204,13 @@ def format_labels_report(report: dict[str, Any]) -> list[str]:
         f"{f(held.get('cohen_kappa'))}, ROC-AUC {f(held.get('roc_auc'))}, ECE {f(held.get('ece'))}"
         f" (n={held['n']})",
     ]
+    w = report.get("weights")
+    if w:
+        shown = ", ".join(f"{k} {v:.1f}" for k, v in w["weights"].items())
+        lines.append(
+            f"  composite weights fitted: {shown}; held-out ROC-AUC {f(w['held_out_roc_auc'])} "
+            f"(configured weights {f(w['configured_held_out_roc_auc'])})"
+        )
     for kind, p in report["ppi"].items():
         lines.append(
             f"  faithful share by PPI on the judge's {kind}: {p['estimate']:.3f} "
