@@ -343,8 +343,8 @@ def test_sweep_benchmark(smoke):
 
 def test_sweep_ray_benchmark(smoke):
     r = _ok(smoke, "sweep_ray")
-    assert r["config"]["dataset"] == "tiny" and r["points"] == 2
-    minimum = {"parse": 1, "chunk": 1, "embed": 1, "index": 1, "retrieve": 2}
+    assert r["config"]["dataset"] == "tiny" and r["points"] == 1
+    minimum = {"parse": 1, "chunk": 1, "embed": 1, "index": 1, "retrieve": 1}
     assert r["minimum_stage_runs"] == minimum
     for name in ("sequential", "ray"):
         assert r[name]["failed"] == 0
