@@ -58,12 +58,18 @@ def filler_sentence(answer: str, contexts: list[str]) -> str | None:
     return best[2].strip() if best else None
 
 
-def _decision(v, veto) -> int:
-    if v.soft_score is None:
-        return -1
-    if any(k in veto for _, k, _ in v.contradictions):
-        return 0
-    return int(v.soft_score >= 0.5)
+def _decision(v, veto) -> float | None:
+    """The judge stage's decision of a verdict (ragrig.judge.decide) at the default threshold."""
+    from ragrig.judge import DEFAULT_DECISION_THRESHOLD, decide
+
+    return decide(
+        v.soft_score,
+        len(v.extracted),
+        len(v.supported),
+        list(v.contradictions),
+        DEFAULT_DECISION_THRESHOLD,
+        veto,
+    )[0]
 
 
 def _verifier_cfg(name: str, url: str, model: str, cache: Path) -> dict:

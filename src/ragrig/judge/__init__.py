@@ -100,6 +100,18 @@ class Verdict:
         return sum(self.claim_scores) / len(self.claim_scores)
 
 
+def unclaimed(answer: str, kind: str) -> Verdict:
+    """The verdict of an answer with no checkable claim, its reason said: an empty answer, a
+    refusal, or nothing to check (every claim checker's)."""
+    from ragrig.judge.refusal import REFUSAL
+
+    if not answer.strip():
+        reason = "empty answer"
+    else:
+        reason = "refusal" if kind == REFUSAL else "no checkable claim"
+    return Verdict([], [], [], reason=reason, kind=kind)
+
+
 class Judge(Protocol):
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragrig.judge import Verdict
+from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
 from ragrig.judge.overlap import OverlapJudge
-from ragrig.judge.refusal import REFUSAL, answer_kind
+from ragrig.judge.refusal import answer_kind
 
 SUPPORTED, CONTRADICTED, NOT_ADDRESSED = "supported", "contradicted", "not_addressed"
 CLAIM_VERDICTS = (SUPPORTED, CONTRADICTED, NOT_ADDRESSED)
@@ -106,12 +106,7 @@ class LLMClaimJudge:
         cs = self.claims.claim_set(question, answer)
         kind = answer_kind(len(cs.claims), cs.declined)
         if not cs.claims:
-            reason = (
-                "empty answer"
-                if not answer.strip()
-                else ("refusal" if kind == REFUSAL else "no checkable claim")
-            )
-            return Verdict([], [], [], reason=reason, kind=kind)
+            return unclaimed(answer, kind)
         verdicts = {c: self.claim_verdict(cs.surface[c], contexts) for c in cs.claims}
         hard = list(self.claims.contradictions(cs, contexts, self.entity_check))
         hard += [

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ragrig.judge import Verdict
+from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
-from ragrig.judge.refusal import REFUSAL, answer_kind, split_refusal
+from ragrig.judge.refusal import answer_kind, split_refusal
 from ragrig.text import split_sentences, strip_citations, tokenize
 
 # "Based on the provided passages, X" / "According to the context, X": the preamble is no claim.
@@ -278,12 +278,7 @@ class OverlapJudge:
         cs = self.claim_set(question, answer)
         kind = answer_kind(len(cs.claims), cs.declined)
         if not cs.claims:
-            reason = (
-                "empty answer"
-                if not answer.strip()
-                else ("refusal" if kind == REFUSAL else "no checkable claim")
-            )
-            return Verdict([], [], [], reason=reason, kind=kind)
+            return unclaimed(answer, kind)
         units = self._units(contexts)
         ctx = [(words, negated) for words, negated, _ in units]
         # each claim's names and numbers, checked once for the hard checks and for support

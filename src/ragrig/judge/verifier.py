@@ -26,10 +26,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragrig.judge import Verdict
+from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
 from ragrig.judge.overlap import OverlapJudge
-from ragrig.judge.refusal import REFUSAL, answer_kind
+from ragrig.judge.refusal import answer_kind
 from ragrig.precision import resolve_precision
 from ragrig.text import split_sentences, tokenize
 
@@ -195,12 +195,7 @@ class VerifierJudge:
         cs = self.claims.claim_set(question, answer)
         kind = answer_kind(len(cs.claims), cs.declined)
         if not cs.claims:
-            reason = (
-                "empty answer"
-                if not answer.strip()
-                else ("refusal" if kind == REFUSAL else "no checkable claim")
-            )
-            return Verdict([], [], [], reason=reason, kind=kind)
+            return unclaimed(answer, kind)
         has_sentences = any(split_sentences(c) for c in contexts)
         hard = self.hard_checks(cs, contexts)
         rejected = self.rejected(cs, contexts, hard)
