@@ -23,9 +23,16 @@ CLAIM = "Mars has two moons."
 @pytest.fixture(scope="module")
 def torch_smollm():
     raw = yaml.safe_load((PROJECT / "conf" / "generate" / "smollm2_torch.yaml").read_text())
-    # bf16 forced: the tests below compare it with fp32 on any CPU (auto is fp32 without AMX)
-    cfg = validate_section("generate", {**raw, "max_tokens": 24, "prefill_precision": "bf16"})
+    # the machine's own precision (auto): bf16 emulated on a CPU without bf16 units runs the
+    # prompt several times slower; the bf16-against-fp32 test builds both twins itself
+    cfg = validate_section("generate", {**raw, "max_tokens": 24})
     return make_generator(cfg, seed=13, threads=2)
+
+
+def _with(gen, **fields):
+    other = TorchGgufGenerator.__new__(TorchGgufGenerator)
+    other.__dict__.update({**gen.__dict__, **fields})
+    return other
 
 
 def test_config_validates_and_rejects_unknown_precision_and_blank_stops():
@@ -67,12 +74,12 @@ def test_answer_begins_with_a_verdict_and_is_deterministic(torch_smollm):
 
 @pytest.mark.full  # make test-all: more decoding
 def test_bf16_prompt_picks_the_same_verdict_as_fp32_and_samples_are_seeded(torch_smollm):
-    fp32 = TorchGgufGenerator.__new__(TorchGgufGenerator)
-    fp32.__dict__.update({**torch_smollm.__dict__, "prefill_precision": "fp32"})
-    bf16_text = torch_smollm.generate(CLAIM, CONTEXT).text
+    fp32 = _with(torch_smollm, prefill_precision="fp32")
+    bf16 = _with(torch_smollm, prefill_precision="bf16")
+    bf16_text = bf16.generate(CLAIM, CONTEXT).text
     assert fp32.generate(CLAIM, CONTEXT).text.split(".")[0] == bf16_text.split(".")[0]
-    a = torch_smollm.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
-    assert a == torch_smollm.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
+    a = bf16.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
+    assert a == bf16.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)
     assert a.text.split(".")[0] in VERDICT_LABELS  # the constraint holds while sampling too
 
 
@@ -85,12 +92,6 @@ def test_stop_string_ends_the_answer_and_a_long_prompt_is_refused(torch_smollm):
     tight.__dict__.update({**torch_smollm.__dict__, "n_ctx": 64})
     with pytest.raises(ValueError, match="exceeds n_ctx 64"):
         tight.generate(CLAIM, CONTEXT)
-
-
-def _with(gen, **fields):
-    other = TorchGgufGenerator.__new__(TorchGgufGenerator)
-    other.__dict__.update({**gen.__dict__, **fields})
-    return other
 
 
 @pytest.mark.full  # make test-all: 50 s of decoding
