@@ -205,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = outputs["configured"]
         judge_s = statistics.median(times["configured"])
 
+    from ragrig.precision import resolve_precision
+
     result = {
         **C.header("verifier", ["torch", "transformers", "sentence-transformers"]),
         "config": {
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             "mtrag_root": str(args.mtrag_root),
             "answers": len(answers),
             "judge": jcfg.model_dump(),
+            # what `quantize: auto` is on this CPU (ragrig.precision): the variants differ from it
+            "quantize_resolved": resolve_precision(jcfg.quantize, fp32="none"),
         },
         "training": {
             k: manifest.get(k)
