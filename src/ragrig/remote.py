@@ -356,7 +356,7 @@ def cmd_remote(args: Any) -> int:
     return 0
 
 
-# --- the sweep's hook around each point (ragrig.sweep.engine.run_point) ---
+# --- the sweep's hook around each point (ragrig.sweep.point.run_point) ---
 
 
 def prepare_point(cfg: dict[str, Any], project: Path, env: dict[str, str]) -> RemoteConfig | None:
