@@ -264,7 +264,7 @@ def test_killed_point_is_failed_and_pushes_nothing(tmp_path, monkeypatch):
     """A point whose `dvc exp run` is killed (SIGKILL) is a failed point; nothing is pushed."""
     from ragrig import remote
     from ragrig.remote import RemoteConfig
-    from ragrig.sweep import engine
+    from ragrig.sweep import point as sweep_point
 
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -274,9 +274,9 @@ def test_killed_point_is_failed_and_pushes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(remote, "ensure", lambda *a, **k: None)
     monkeypatch.setattr(remote, "push_experiment", lambda *a, **k: pushed.append(a))
     cfg = {"storage": {"remote": RemoteConfig(url="s3://b/c").model_dump()}}
-    point = engine.Point(0, ["retrieve.ef_search=16"], "p", cfg, {}, {})
+    point = sweep_point.Point(0, ["retrieve.ef_search=16"], "p", cfg, {}, {})
     env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
-    outcome = engine.run_point(point, tmp_path, env, tmp_path / "p.log")
+    outcome = sweep_point.run_point(point, tmp_path, env, tmp_path / "p.log")
     assert not outcome.ok and outcome.error.startswith(f"exit code {-signal.SIGKILL}")
     assert pushed == []
     assert "exp run --temp --pull -S retrieve.ef_search=16" in (tmp_path / "p.log").read_text()

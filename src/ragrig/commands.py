@@ -62,7 +62,44 @@ def add_remote(sub: Any) -> None:
         help="config overrides (storage=s3 storage.remote.url=...), or "
         "the experiment name for push-exp",
     )
-    p.set_defaults(func=_lazy("ragrig.remote", "cmd_remote"))
+    p.set_defaults(func=cmd_remote)
+
+
+def cmd_remote(args: argparse.Namespace) -> int:
+    """`ragrig remote setup|check [overrides]`, `ragrig remote push-exp <experiment>`: the
+    shared run-cache (ragrig.remote) with `storage.remote` composed from conf/ as a sweep
+    point's is (so this command sits above both)."""
+    from pathlib import Path
+
+    from ragrig import remote as shared
+    from ragrig.sweep.grid import compose_point
+
+    project = Path.cwd()
+    if args.action == "push-exp":
+        if len(args.items) != 1:
+            raise shared.RemoteError("usage: ragrig remote push-exp <experiment name>")
+        counts = shared.push_experiment(project, args.items[0])
+        print(
+            f"pushed experiment {args.items[0]}: {counts['stages']} run-cache entries, "
+            f"{counts['objects']} new objects"
+        )
+        return 0
+    remote = shared.storage_config(compose_point(list(args.items))).remote
+    if not remote.url:
+        raise shared.RemoteError(
+            "no shared run-cache configured (storage=local): give storage=s3 "
+            "storage.remote.url=s3://bucket/prefix [storage.remote.endpoint_url=...]"
+        )
+    shared.preflight(remote)
+    if args.action == "check":
+        print(f"S3 remote {remote.where}: bucket reachable with the given credentials")
+        return 0
+    shared.setup(project, remote)
+    print(
+        f"DVC remote {shared.REMOTE_NAME!r} (default, .dvc/config.local) -> {remote.where}; "
+        "credentials from the environment"
+    )
+    return 0
 
 
 def add_ingest_fidelity(sub: Any) -> None:

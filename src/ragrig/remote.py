@@ -319,44 +319,7 @@ def _push_entries(
     return pushed
 
 
-def compose_storage(overrides: list[str] | None = None) -> RemoteConfig:
-    """The `storage.remote` of conf/ composed with these overrides."""
-    from ragrig.sweep.grid import compose_point
-
-    return storage_config(compose_point(list(overrides or []))).remote
-
-
-def cmd_remote(args: Any) -> int:
-    """`ragrig remote setup|check [overrides]`, `ragrig remote push-exp <experiment>`."""
-    project = Path.cwd()
-    if args.action == "push-exp":
-        if len(args.items) != 1:
-            raise RemoteError("usage: ragrig remote push-exp <experiment name>")
-        counts = push_experiment(project, args.items[0])
-        print(
-            f"pushed experiment {args.items[0]}: {counts['stages']} run-cache entries, "
-            f"{counts['objects']} new objects"
-        )
-        return 0
-    remote = compose_storage(args.items)
-    if not remote.url:
-        raise RemoteError(
-            "no shared run-cache configured (storage=local): give storage=s3 "
-            "storage.remote.url=s3://bucket/prefix [storage.remote.endpoint_url=...]"
-        )
-    preflight(remote)
-    if args.action == "check":
-        print(f"S3 remote {remote.where}: bucket reachable with the given credentials")
-        return 0
-    setup(project, remote)
-    print(
-        f"DVC remote {REMOTE_NAME!r} (default, .dvc/config.local) -> {remote.where}; "
-        "credentials from the environment"
-    )
-    return 0
-
-
-# --- the sweep's hook around each point (ragrig.sweep.engine.run_point) ---
+# --- the sweep's hook around each point (ragrig.sweep.point.run_point) ---
 
 
 def prepare_point(cfg: dict[str, Any], project: Path, env: dict[str, str]) -> RemoteConfig | None:

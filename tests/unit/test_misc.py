@@ -80,8 +80,8 @@ LOOKS_DOWN_TO = {
 }
 # drive or compose the whole pipeline (compare: runs of any stages; tune_first_stage: parse to
 # retrieve on the train split; ui: the MLflow server over the configured tracking store;
-# remote: `ragrig remote` composes conf/ as a sweep point does)
-ORCHESTRATORS = {"cli", "sweep", "params", "compare", "tune_first_stage", "ui", "remote"}
+# commands: `ragrig remote` composes conf/ as a sweep point does)
+ORCHESTRATORS = {"cli", "commands", "sweep", "params", "compare", "tune_first_stage", "ui"}
 
 
 def _ragrig_imports(path: Path) -> set[str]:

@@ -14,7 +14,8 @@ import pytest
 from ragrig import ray_probe
 from ragrig.ray_probe import PROBE_TIMEOUT_S
 from ragrig.sweep import SweepError, launchers
-from ragrig.sweep.engine import Outcome, Point, Progress
+from ragrig.sweep.engine import Progress
+from ragrig.sweep.point import Outcome, Point
 
 from ..conftest import PROJECT
 

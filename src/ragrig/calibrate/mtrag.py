@@ -30,10 +30,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragrig.calibrate.refusals import answerability_label
 from ragrig.errors import DataValidationError
 
 RATINGS = (1, 2, 3, 4)
+UNANSWERABLE, ANSWERABLE = "UNANSWERABLE", "ANSWERABLE"
+# MTRAG's answerability values (MTRAG and MTRAG-UN); any other value is an error naming it.
+ANSWERABILITY = frozenset({ANSWERABLE, UNANSWERABLE, "PARTIAL", "UNDERSPECIFIED", "CONVERSATIONAL"})
+
+
+def answerability_label(value: Any, where: str) -> str:
+    """The single answerability label of a task: MTRAG stores a one-element list; absent or
+    empty gives "" (unlabelled, counted); anything else is a DataValidationError."""
+    if value is None or value == []:
+        return ""
+    if (
+        not isinstance(value, list)
+        or len(value) != 1
+        or not isinstance(value[0], str)
+        or value[0] not in ANSWERABILITY
+    ):
+        raise DataValidationError(
+            f"{where}: answerability {value!r:.80} is not one list of one of {sorted(ANSWERABILITY)}"
+        )
+    return value[0]
 
 
 @dataclass(frozen=True)

@@ -27,34 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragrig.calibrate.mtrag import (
+    ANSWERABLE,
+    UNANSWERABLE,
+    answerability_label,
+    resolve_dataset_file,
+)
 from ragrig.errors import DataValidationError
-
-UNANSWERABLE, ANSWERABLE = "UNANSWERABLE", "ANSWERABLE"
-# MTRAG's answerability values (MTRAG and MTRAG-UN); any other value is an error naming it.
-ANSWERABILITY = frozenset({ANSWERABLE, UNANSWERABLE, "PARTIAL", "UNDERSPECIFIED", "CONVERSATIONAL"})
-
 
 RULE = (
     "positive: task UNANSWERABLE, negative: ANSWERABLE, other labels counted apart; predicted "
     "refusal: answer kind refusal (partial_refusal counted apart); a failed judgment is not_judged"
 )
-
-
-def answerability_label(value: Any, where: str) -> str:
-    """The single answerability label of a task: MTRAG stores a one-element list; absent or
-    empty gives "" (unlabelled, counted); anything else is a DataValidationError."""
-    if value is None or value == []:
-        return ""
-    if (
-        not isinstance(value, list)
-        or len(value) != 1
-        or not isinstance(value[0], str)
-        or value[0] not in ANSWERABILITY
-    ):
-        raise DataValidationError(
-            f"{where}: answerability {value!r:.80} is not one list of one of {sorted(ANSWERABILITY)}"
-        )
-    return value[0]
 
 
 @dataclass(frozen=True)
@@ -80,7 +64,6 @@ def load_reference_answers(path: str | Path) -> tuple[list[ReferenceAnswer], dic
     answerability; bad input is a DataValidationError naming the file, line and field. Lone
     surrogates are replaced by U+FFFD, counted (`surrogates_replaced`, only when there are some)
     and warned about on stderr with the first line."""
-    from ragrig.calibrate.mtrag import resolve_dataset_file
     from ragrig.text import replace_surrogates_in, surrogate_warning
 
     path = resolve_dataset_file(Path(path))

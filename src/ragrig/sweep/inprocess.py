@@ -368,7 +368,7 @@ class WorkerPool:
         )
 
     def run(self, point: Any, env: dict[str, str], log: Path) -> Any:
-        from ragrig.sweep.engine import Outcome
+        from ragrig.sweep.point import Outcome
 
         ok, seconds, error, name = self.pool.submit(
             run_in_slot, list(point.overrides), env, str(log)

@@ -132,7 +132,7 @@ class PointTask:
     def __call__(self, cfg: Any) -> Any:
         from hydra.core.hydra_config import HydraConfig
 
-        from ragrig.sweep.engine import run_point
+        from ragrig.sweep.point import run_point
 
         overrides = tuple(HydraConfig.get().overrides.task)
         point = self.points.get(overrides)
@@ -161,7 +161,7 @@ class PointTask:
 
 
 def _read_outcome(logs: Path, index: int) -> Any | None:
-    from ragrig.sweep.engine import Outcome
+    from ragrig.sweep.point import Outcome
 
     path = _outcome_path(logs, index)
     if not path.is_file():
@@ -274,8 +274,8 @@ class ClusterLauncher:
     ) -> dict[int, Any]:
         """Every point through the launcher, batch by batch; a point whose worker died or
         whose job failed is a failed point with that error."""
-        from ragrig.sweep.engine import Outcome
         from ragrig.sweep.plan import Schedule
+        from ragrig.sweep.point import Outcome
 
         if not points:
             self.close()
