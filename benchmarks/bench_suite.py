@@ -91,6 +91,9 @@ def run_target(
     ws = clone(src, parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
     env["CI"] = "true"
+    # a conversion cache of the clone's own (ragrig.generate.torch_gguf.load_gguf): the cold
+    # run converts the packaged GGUF model as a new machine does, whatever this one has cached
+    env["RAGRIG_GGUF_CACHE"] = str(parent / "gguf-cache")
     out: dict[str, Any] = {"target": name, "command": " ".join(c for c in cmd if c != "STAMP=")}
     if venv is not None:
         (ws / ".venv").symlink_to(venv.resolve())

@@ -3,6 +3,9 @@ bf16 prompt, fp32 decode, answers decoded in batches."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -10,7 +13,8 @@ from ragrig.config import validate_section
 from ragrig.errors import ConfigError
 from ragrig.generate import Request, make_generator
 from ragrig.generate.prompt import VERDICT_LABELS, read_completion
-from ragrig.generate.torch_gguf import TorchGgufGenerator
+from ragrig.generate.torch_gguf import CACHE_ENV, TorchGgufGenerator, gguf_cache_dir, load_gguf
+from ragrig.models import resolve_model
 from tests.conftest import PROJECT
 
 CONTEXT = [
@@ -21,12 +25,47 @@ CLAIM = "Mars has two moons."
 
 
 @pytest.fixture(scope="module")
-def torch_smollm():
+def gguf_cache(tmp_path_factory):
+    """A conversion cache of this module's own: the fixture below always converts the GGUF file
+    (and writes the cache), test_second_load_reads_the_cache_bit_for_bit reads it back."""
+    folder = tmp_path_factory.mktemp("gguf-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CACHE_ENV, str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def torch_smollm(gguf_cache):
     raw = yaml.safe_load((PROJECT / "conf" / "generate" / "smollm2_torch.yaml").read_text())
     # the machine's own precision (auto): bf16 emulated on a CPU without bf16 units runs the
     # prompt several times slower; the bf16-against-fp32 test builds both twins itself
     cfg = validate_section("generate", {**raw, "max_tokens": 24})
     return make_generator(cfg, seed=13, threads=2)
+
+
+def test_second_load_reads_the_cache_bit_for_bit(torch_smollm, gguf_cache):
+    import torch
+
+    path = Path(resolve_model(torch_smollm.model_name))
+    cache = gguf_cache_dir(path)
+    assert cache.parent == gguf_cache
+    assert {p.name for p in cache.iterdir()} >= {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+    }
+    assert "quantization_config" not in json.loads((cache / "config.json").read_text())
+    tokenizer, model = load_gguf(path)  # from the cache now
+    assert model.config._name_or_path == str(cache)
+    converted, cached = torch_smollm.model.state_dict(), model.state_dict()
+    assert converted.keys() == cached.keys()
+    assert all(torch.equal(converted[k], cached[k]) for k in converted)
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # tied
+    messages = [{"role": "user", "content": "Phobos orbits Mars; naïve café, 2.5% of ¥100."}]
+    assert tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True
+    ) == torch_smollm.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+    assert model.generation_config.eos_token_id == torch_smollm.model.generation_config.eos_token_id
 
 
 def _with(gen, **fields):

@@ -36,6 +36,71 @@ from ragrig.models import resolve_model
 from ragrig.precision import resolve_precision
 
 PRECISIONS = ("bf16", "fp32")
+# Where a GGUF file's de-quantized weights and converted tokenizer are kept (load_gguf): this
+# variable, else $XDG_CACHE_HOME/ragrig/gguf, else ~/.cache/ragrig/gguf.
+CACHE_ENV = "RAGRIG_GGUF_CACHE"
+
+
+def gguf_cache_dir(path: Path) -> Path:
+    """The folder of one GGUF file's conversion: named by the file's sha256 and the
+    transformers version that converted it, so a changed file or loader never reads it."""
+    import os
+
+    import transformers
+
+    from ragrig.models import sha256_file
+
+    root = (
+        os.environ.get(CACHE_ENV)
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragrig" / "gguf"
+    )
+    return Path(root) / f"{path.stem}-{sha256_file(path)[:16]}-tf{transformers.__version__}"
+
+
+def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
+    """The de-quantized model as a plain checkpoint: its configs without the GGUF quantization
+    record (transformers refuses save_pretrained on a model loaded from GGUF), its tensors as
+    safetensors (tied ones once), the tokenizer as converted."""
+    import json
+
+    from safetensors.torch import save_model
+
+    config = model.config.to_dict()
+    config.pop("quantization_config", None)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    model.generation_config.save_pretrained(folder)
+    save_model(model, str(folder / "model.safetensors"))
+    tokenizer.save_pretrained(folder)
+
+
+def load_gguf(path: Path) -> tuple[Any, Any]:
+    """(tokenizer, fp32 model in eval mode) of a GGUF chat model. transformers' GGUF loader
+    parses the file's metadata three times in pure Python and maps its tensor names layer by
+    layer: ~40 s for the 135M SmolLM2 on a 2-core AVX2 EPYC, for a 2 s de-quantization. So the
+    first load saves its result (safetensors weights, tokenizer.json, configs) to
+    gguf_cache_dir, written to a temporary sibling and renamed whole, and every later load
+    reads that (the same tensors, bit for bit). A cache that cannot be written (a read-only
+    home) only costs the next load its time."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ragrig.io import atomic_dir
+
+    cache = gguf_cache_dir(path)
+    if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(cache)
+        model = AutoModelForCausalLM.from_pretrained(cache, dtype=torch.float32)
+        return tokenizer, model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32
+    ).eval()
+    try:
+        with atomic_dir(cache) as tmp:
+            _save_converted(model, tokenizer, tmp)
+    except OSError:
+        pass
+    return tokenizer, model
 
 
 def timed_generation(response: dict[str, Any]) -> Generation:
@@ -61,7 +126,6 @@ class TorchGgufGenerator:
         decode_batch: int = 16,
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         if prefill_precision not in PRECISIONS:
@@ -74,10 +138,7 @@ class TorchGgufGenerator:
         hf_logging.set_verbosity_error()  # the loader's de-quantizing bars and deprecation notes
         hf_logging.disable_progress_bar()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path.parent, gguf_file=path.name, dtype=torch.float32
-            ).eval()
+            self.tokenizer, self.model = load_gguf(path)
         finally:
             hf_logging.set_verbosity(verbosity)
             hf_logging.enable_progress_bar()
