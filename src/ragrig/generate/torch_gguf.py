@@ -88,17 +88,21 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
 
     cache = gguf_cache_dir(path)
     if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(cache)
-        model = AutoModelForCausalLM.from_pretrained(cache, dtype=torch.float32)
-        return tokenizer, model.eval()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(cache)
+            model = AutoModelForCausalLM.from_pretrained(cache, dtype=torch.float32)
+            return tokenizer, model.eval()
+        except OSError:  # renamed away mid-read by a process writing the same conversion
+            pass
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(
         path.parent, gguf_file=path.name, dtype=torch.float32
     ).eval()
     try:
-        with atomic_dir(cache) as tmp:
-            _save_converted(model, tokenizer, tmp)
-    except OSError:
+        if not (cache / "config.json").is_file():  # another process may have written it since
+            with atomic_dir(cache) as tmp:
+                _save_converted(model, tokenizer, tmp)
+    except OSError:  # a read-only home, or another process's clean-up of a temporary folder
         pass
     return tokenizer, model
 
