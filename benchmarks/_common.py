@@ -58,7 +58,7 @@ def setup_env() -> None:
 
 def apply_threads(params: Path, torch: bool = False) -> int:
     """Thread count from params.yaml's runtime section, applied as the stage wrappers do."""
-    from ragrig import stage
+    from ragrig.runtime import stage
 
     threads = stage.read_runtime(params, "threads")
     stage.apply_threads(threads)
@@ -82,7 +82,7 @@ def load_dataset(root: Path, params: Path, split: str = "test") -> Dataset:
     own library calls with params.yaml's parse and chunk sections (no claim files: the
     benchmarks do not slice by claim label)."""
     from ragrig.chunk import chunk_documents, make_chunker
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
     from ragrig.parse import make_parser
 
     root = Path(root)

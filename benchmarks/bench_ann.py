@@ -38,7 +38,7 @@ def embeddings(data, cfg, cache_dir: Path, threads: int):
     import numpy as np
 
     from ragrig.embed import encode_queries_timed, make_embedder
-    from ragrig.models import model_fingerprint
+    from ragrig.weights.models import model_fingerprint
 
     texts = data.chunks["text"].tolist()
     digest = hashlib.sha256()
@@ -198,12 +198,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     import faiss
 
-    from ragrig.config import load_params, load_section, validate_section
+    from ragrig.core.config import load_params, load_section, validate_section
+    from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
     from ragrig.index.config import DenseHnsw, DenseIvf
     from ragrig.index.dense import build_flat, build_hnsw, build_ivf, set_search_params
     from ragrig.metrics.ir import mean_measures, rankings_from_run
-    from ragrig.registry import resolve
     from ragrig.retrieve import retrieve_all
 
     embed_cfg = load_section("embed", args.params)

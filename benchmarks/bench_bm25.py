@@ -58,8 +58,8 @@ def _search_breakdown(index, queries: list[str], k: int, repeats: int) -> dict:
     numpy argpartition beside it for scale. Medians, ms/query."""
     import numpy as np
 
+    from ragrig.core.text import tokenize
     from ragrig.index.sparse import _top_k
-    from ragrig.text import tokenize
 
     cfg = index.cfg
     parts: dict[str, list[float]] = {
@@ -98,10 +98,10 @@ def main(argv: list[str] | None = None) -> dict:
     C.setup_env()
     threads = C.apply_threads(args.params)
 
+    from ragrig.core.text import tokenize
     from ragrig.index.config import SparseBm25s, SparseRankBm25
     from ragrig.index.sparse import Bm25sIndex, RankBm25Index
     from ragrig.metrics.ir import mean_measures
-    from ragrig.text import tokenize
 
     data = C.load_dataset(args.dataset_root, args.params)
     texts = data.chunks["text"].tolist()

@@ -1,4 +1,4 @@
-"""Judge calibration on MTRAG's human faithfulness ratings, through `ragrig.calibrate` (the code
+"""Judge calibration on MTRAG's human faithfulness ratings, through `ragrig.tools.calibrate` (the code
 `ragrig calibrate` runs), with conf/calibrate.yaml's judges and baselines.
 
 477 rated answers (159 tasks x 3 responders); an answer is faithful when its mean human rating is
@@ -77,10 +77,10 @@ def main(argv: list[str] | None = None) -> dict:
     threads = C.apply_threads(args.params)
     repeats = 1 if args.quick else args.repeats
 
-    from ragrig.calibrate import build_scorers, run
-    from ragrig.calibrate.config import load_calibrate_config
-    from ragrig.calibrate.core import score_answers, split_tasks
-    from ragrig.calibrate.mtrag import load_mtrag_human
+    from ragrig.tools.calibrate import build_scorers, run
+    from ragrig.tools.calibrate.config import load_calibrate_config
+    from ragrig.tools.calibrate.core import score_answers, split_tasks
+    from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
     base = load_calibrate_config(args.config)
     if args.judges is not None:
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
         "split": report["split"],
         "wall_s": round(wall, 2),
         "scorers": scorers,
-        # each judge's refusal detection vs MTRAG answerability (ragrig.calibrate.refusals)
+        # each judge's refusal detection vs MTRAG answerability (ragrig.tools.calibrate.refusals)
         "refusal_detection": report["refusal_detection"],
         "plot": str(args.plot),
         "target": (
@@ -223,7 +223,7 @@ def _over_seeds(cfg, n: int) -> dict:
     """Held-out balanced accuracy and ROC-AUC per scorer over split seeds 1..n."""
     import statistics
 
-    from ragrig.calibrate import run
+    from ragrig.tools.calibrate import run
 
     per: dict[str, dict[str, list[float]]] = {}
     for seed in range(1, n + 1):

@@ -37,8 +37,8 @@ def build_parse_dir(root: Path, out: Path, workers: int = 2) -> None:
     PROVENANCE.md excluded), one documents row per file, by parse=docling itself."""
     import pandas as pd
 
+    from ragrig.core.schemas import SCHEMAS
     from ragrig.parse.docling import DoclingParser
-    from ragrig.schemas import SCHEMAS
 
     parser = DoclingParser(unit="file", workers=workers, exclude=("groundtruth/*", "*.md"))
     entries = parser.convert([root])

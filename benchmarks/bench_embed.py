@@ -72,7 +72,7 @@ def _stage_inputs(data, n_docs: int, n_queries: int, seed: int, folder: Path):
     """parse/ and chunk/ folders holding the sampled chunks and the first queries."""
     import numpy as np
 
-    from ragrig.io import write_table
+    from ragrig.core.io import write_table
 
     rng = np.random.default_rng(seed)
     n = min(n_docs, len(data.chunks))
@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numpy as np
 
-    from ragrig.config import load_section
-    from ragrig.models import resolve_model
-    from ragrig.precision import resolve_precision
+    from ragrig.core.config import load_section
+    from ragrig.weights.models import resolve_model
+    from ragrig.weights.precision import resolve_precision
 
     cfg = load_section("embed", args.params)
     if cfg.method != "sentence_transformers" or cfg.passage_prefix or cfg.query_prefix:
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "threads": threads,
                     "batch_size": cfg.batch_size,
                     "max_seq_length": cfg.max_seq_length,
-                    # what the stage runs: `auto` resolved on this CPU (ragrig.precision)
+                    # what the stage runs: `auto` resolved on this CPU (ragrig.weights.precision)
                     "precision": resolve_precision(cfg.precision),
                     "normalize": cfg.normalize,
                     "chunks": chunks["text"].tolist(),
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict:
 def _tokenizer(model_ref: str):
     from transformers import AutoTokenizer
 
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model(model_ref))
     return lambda texts: tok(texts, truncation=False, verbose=False)

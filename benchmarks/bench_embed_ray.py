@@ -31,7 +31,7 @@ import _common as C
 def _config(actors: int, window: int):
     import yaml
 
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
 
     raw = yaml.safe_load((C.PROJECT_ROOT / "conf/embed/minilm_ray.yaml").read_text("utf-8"))
     raw["window"] = window
@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import ray
 
+    from ragrig.core.io import write_table
     from ragrig.embed import encode_windows, make_embedder
     from ragrig.embed.ray_data import encode_over_ray
-    from ragrig.io import write_table
 
     data = C.load_dataset(args.dataset_root, args.params)
     rng = np.random.default_rng(args.sample_seed)

@@ -51,7 +51,7 @@ def embed_config(name: str):
     `precision` (a sentence-transformers option)."""
     import yaml
 
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
 
     option, _, precision = name.partition("@")
     path = C.PROJECT_ROOT / "conf" / "embed" / f"{option}.yaml"
@@ -111,12 +111,12 @@ def throughput(names, cfgs, texts, queries, repeats):
 
 def retrieval(data, names, cfgs, args, threads):
     """Per embedder: dense and hybrid RRF quality through retrieve_all; BM25 once."""
-    from ragrig.config import load_params, load_section, validate_section
+    from ragrig.core.config import load_params, load_section, validate_section
+    from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
     from ragrig.index.config import DenseHnsw
     from ragrig.index.dense import build_flat, build_hnsw
     from ragrig.metrics.ir import mean_measures, rankings_from_run
-    from ragrig.registry import resolve
     from ragrig.retrieve import retrieve_all
 
     index_cfg = load_section("index", args.params)

@@ -98,7 +98,7 @@ class _Timed:
 
 def _inputs(args: argparse.Namespace, seed: int) -> tuple[Any, Any, Any]:
     """queries, chunks, run (a ranked run with qid, chunk_id, rank)."""
-    from ragrig.io import read_table
+    from ragrig.core.io import read_table
 
     if args.stage_dir is not None:
         d = args.stage_dir
@@ -108,10 +108,10 @@ def _inputs(args: argparse.Namespace, seed: int) -> tuple[Any, Any, Any]:
             read_table(d / "rerank" / "run.parquet", "run"),
         )
     from ragrig.chunk import chunk_documents, make_chunker
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
+    from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
     from ragrig.parse import make_parser
-    from ragrig.registry import resolve
     from ragrig.retrieve import retrieve_all
 
     claims = {"files": args.claims} if args.claims else None
@@ -192,12 +192,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     import pandas as pd
 
-    from ragrig.config import load_params, load_section, validate_section
+    from ragrig.core.config import load_params, load_section, validate_section
     from ragrig.generate import assemble_contexts, generate_all, make_generator, sample_queries
     from ragrig.judge import make_judge
 
     threads = C.apply_threads(args.params)
-    from ragrig import stage
+    from ragrig.runtime import stage
 
     seed = stage.read_runtime(args.params, "seed")
     if args.claims is None:

@@ -115,10 +115,10 @@ def _measure(args: dict, name: str, section: dict, knob: str, values: list, gt: 
     import faiss
     import numpy as np
 
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
+    from ragrig.core.registry import resolve
     from ragrig.index import DENSE_INDEXES
     from ragrig.index.dense import search, set_search_params
-    from ragrig.registry import resolve
 
     base, queries = _data(args)
     truth = np.load(gt)

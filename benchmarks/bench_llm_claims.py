@@ -43,7 +43,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 def filler_sentence(answer: str, contexts: list[str]) -> str | None:
     """The passage sentence of 6+ words sharing the fewest words with the answer."""
-    from ragrig.text import split_sentences
+    from ragrig.core.text import split_sentences
 
     mine = set(_WORD.findall(answer.lower()))
     best = None
@@ -159,11 +159,11 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     verifiers = args.verifier or ["fake", "fake_first", "packaged"]
 
-    from ragrig.calibrate.core import split_tasks
-    from ragrig.calibrate.mtrag import load_mtrag_human, resolve_dataset_file
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
     from ragrig.judge import make_judge
     from ragrig.judge.llm import self_preference
+    from ragrig.tools.calibrate.core import split_tasks
+    from ragrig.tools.calibrate.mtrag import load_mtrag_human, resolve_dataset_file
 
     path = resolve_dataset_file(args.dataset_root / MTRAG_FILE)
     rated = load_mtrag_human(path).answers

@@ -49,11 +49,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", "--out", dest="out", type=Path, default=None)
     args = p.parse_args(argv)
 
-    from ragrig.calibrate.core import split_tasks
-    from ragrig.calibrate.mtrag import load_mtrag_human, resolve_dataset_file
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
     from ragrig.judge.llm import make_llm_judge
     from ragrig.metrics.aggregate import quantiles
+    from ragrig.tools.calibrate.core import split_tasks
+    from ragrig.tools.calibrate.mtrag import load_mtrag_human, resolve_dataset_file
 
     rated = load_mtrag_human(resolve_dataset_file(args.dataset_root / MTRAG_FILE)).answers
     split = split_tasks({a.task_id for a in rated}, seed=13)

@@ -140,7 +140,7 @@ def _distinct_copy(src: Path, dst: Path, n: int) -> None:
 
 def hundred(sources: list[Path], copies: int, workers: int, timeout_s: float) -> dict:
     """Parse a folder of `copies` distinct copies of `sources` (run in a fresh process)."""
-    from ragrig.data.config import DatasetConfig
+    from ragrig.dataset.config import DatasetConfig
 
     with tempfile.TemporaryDirectory(prefix="ragrig-bench-parse-") as tmp:
         folder = Path(tmp) / "docs"

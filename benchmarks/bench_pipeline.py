@@ -1,7 +1,7 @@
 """The DVC pipeline end to end, in a throwaway copy of the project.
 
 The git-tracked files of the project are copied into a fresh folder (under --workdir), committed
-to a new git repository there, DVC is set up (`python -m ragrig.cli init-dvc`) and params.yaml is
+to a new git repository there, DVC is set up (`python -m ragrig init-dvc`) and params.yaml is
 recomposed with the dataset root made absolute. Then:
 
 (a) a cold `dvc repro` of the default experiment: total wall time and per-stage wall times, read
@@ -168,13 +168,11 @@ def main(argv: list[str] | None = None) -> dict:
         git(repo, "init", "-q")
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "benchmark copy")
-        timed([py, "-m", "ragrig.cli", "init-dvc"], repo, env, logs / "init_dvc.log")
+        timed([py, "-m", "ragrig", "init-dvc"], repo, env, logs / "init_dvc.log")
         overrides = [*args.override, f"dataset.root={dataset_root}"]
         if args.quick:
             overrides.append("generate.max_queries=5")
-        timed(
-            [py, "-m", "ragrig.cli", "params", "write", *overrides], repo, env, logs / "params.log"
-        )
+        timed([py, "-m", "ragrig", "params", "write", *overrides], repo, env, logs / "params.log")
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "params: absolute dataset root", "--allow-empty")
 
@@ -206,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
         noop_med = C.median(noop_s)
 
         # (c) downstream experiment
-        from ragrig.params import compose
+        from ragrig.compose.params import compose
 
         reverted_root = compose(repo / "conf", [f"retrieve.ef_search={args.ef_search}"])["dataset"][
             "root"

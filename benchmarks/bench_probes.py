@@ -65,7 +65,7 @@ def judges(params: Path, verifier: Path | None = None) -> dict:
     without its entity check), so that the targets are checked on it."""
     import yaml
 
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
     from ragrig.judge import make_judge
 
     cfg = load_section("judge", params)
@@ -121,7 +121,7 @@ def judge_decision(name: str, params: Path) -> tuple[float | None, list[str]]:
     conf/judge/verifier.yaml's for the verifier (threshold None: ragrig.judge's default)."""
     import yaml
 
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
 
     if name.startswith("verifier"):
         path = C.PROJECT_ROOT / "conf" / "judge" / "verifier.yaml"
@@ -234,9 +234,9 @@ def summarise(probes: list[dict], result: dict[str, str]) -> dict:
 
 
 def segmenter_speed(root: Path, n_docs: int) -> dict:
-    """Sentences/s of `ragrig.text.sentence_spans` (uncached) on the first abstracts of a corpus."""
-    from ragrig.data.beir import iter_jsonl
-    from ragrig.text import sentence_spans
+    """Sentences/s of `ragrig.core.text.sentence_spans` (uncached) on the first abstracts of a corpus."""
+    from ragrig.core.text import sentence_spans
+    from ragrig.dataset.beir import iter_jsonl
 
     corpus = root / "corpus.jsonl"
     if not corpus.exists():
@@ -261,7 +261,7 @@ def segmenter_speed(root: Path, n_docs: int) -> dict:
 def judge_speed(judge, mtrag_root: Path) -> dict:
     """Answers/s of a judge over every rated MTRAG answer with its task's passages (question:
     the last user turn), segmentation cache cleared first, as a fresh judge stage would be."""
-    from ragrig.text import sentence_spans
+    from ragrig.core.text import sentence_spans
 
     data = B._read_mtrag(mtrag_root)
     docs = {d["document_id"]: d.get("text", "") for d in data.get("documents", [])}
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "backends": {},
     }
-    from ragrig.text import split_sentences
+    from ragrig.core.text import split_sentences
 
     t0 = time.perf_counter()  # the segmenter caches contexts: warm it for every judge alike
     for ctx in {c for p in probes for c in p["contexts"]}:

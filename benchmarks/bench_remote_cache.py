@@ -1,4 +1,4 @@
-"""The shared run-cache on S3 (ragrig.remote): after a sweep finishes and pushes, how long a fresh
+"""The shared run-cache on S3 (ragrig.storage.remote): after a sweep finishes and pushes, how long a fresh
 clone pointed at the same remote takes to reproduce one point with `dvc exp run`, and proof that
 it computed nothing (target: under 30 s, embed and index not run).
 
@@ -11,7 +11,7 @@ credentials in the environment, in throwaway copies of the project:
 (a) copy A sweeps the grid with `storage=s3` (each point `dvc exp run --temp --pull`, then its
     stages pushed): wall time, the remote's run-cache entries, objects and bytes;
 (b) `--repeats` fresh copies B (empty DVC cache, no MLflow store) each run
-    `python -m ragrig.cli remote setup ...` then `dvc exp run --pull -S <first point>`: wall time
+    `python -m ragrig remote setup ...` then `dvc exp run --pull -S <first point>`: wall time
     of the `dvc exp run`, the stages that ran (stage log; target none), the stages DVC reports
     restored ("Stage 'x' is cached - skipping run"), and whether its report is byte-identical to
     one of A's points (the md5 of reports/run in the dvc.lock files);
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(C.PROJECT_ROOT))  # tests.s3_emulator
     from tests.s3_emulator import running_s3
 
-    from ragrig.remote import experiment_lock
+    from ragrig.storage.remote import experiment_lock
     from ragrig.sweep.engine import plan
 
     points, _ = plan(C.PROJECT_ROOT, [*overrides, *grid_args])
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         # (a) the sweep that pushes
         a = fresh_copy(base, "a", env_for(base / "a"), overrides)
-        cmd = [sys.executable, "-m", "ragrig.sweep", "-j", str(args.jobs)]
+        cmd = [sys.executable, "-m", "ragrig", "sweep", "-j", str(args.jobs)]
         cmd += ["--sweep-dir", str(base / "a-sweep"), *overrides, *storage, *grid_args]
         sweep_s = timed(cmd, a, env_for(a), base / "a-sweep.log")
         keys = s3.keys(BUCKET, "cache/")
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
         for i in range(args.repeats):
             b = fresh_copy(base, f"b{i}", env_for(base / f"b{i}"), overrides)
             setup_s = timed(
-                [sys.executable, "-m", "ragrig.cli", "remote", "setup", *storage],
+                [sys.executable, "-m", "ragrig", "remote", "setup", *storage],
                 b,
                 env_for(b),
                 base / f"b{i}-setup.log",
@@ -180,12 +180,12 @@ def main(argv: list[str] | None = None) -> dict:
         if args.also_repro:
             c = fresh_copy(base, "c", env_for(base / "c"), overrides)
             timed(
-                [sys.executable, "-m", "ragrig.cli", "remote", "setup", *storage],
+                [sys.executable, "-m", "ragrig", "remote", "setup", *storage],
                 c,
                 env_for(c),
                 base / "c-setup.log",
             )
-            write = [sys.executable, "-m", "ragrig.cli", "params", "write", *first]
+            write = [sys.executable, "-m", "ragrig", "params", "write", *first]
             write_s = timed(write, c, env_for(c), base / "c-params.log")
             load = round(os.getloadavg()[0], 2)
             repro_s = timed(["dvc", "repro", "--pull"], c, env_for(c), base / "c-repro.log")

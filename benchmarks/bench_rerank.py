@@ -31,9 +31,9 @@ MEASURES = ["ndcg@10", "recall@100", "rr", "p@1"]
 
 
 def first_stage_bm25(data: C.Dataset, params: Path, depth: int):
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
+    from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
-    from ragrig.registry import resolve
     from ragrig.retrieve import retrieve_all
 
     sparse_cfg = load_section("index", params).sparse
@@ -86,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     C.setup_env()
     threads = C.apply_threads(args.params, torch=True)
 
-    from ragrig.config import load_section, validate_section
-    from ragrig.io import read_json, read_table
+    from ragrig.core.config import load_section, validate_section
+    from ragrig.core.io import read_json, read_table
     from ragrig.rerank import make_reranker, rerank_run
-    from ragrig.rerank_train.train import run_stage
+    from ragrig.train_rerank.train import run_stage
 
     result = C.header(
         "rerank", ["torch", "transformers", "sentence-transformers", "datasets", "bm25s"]

@@ -53,7 +53,7 @@ CLOSING = re.compile(r"^=*\s*(\d+ (?:passed|failed|error|errors|skipped|deselect
 def cpu_summary() -> dict[str, Any]:
     """The CPU model, core count and the flags that decide speed here (vector and bf16 units)."""
     sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
-    from ragrig.precision import NATIVE_BF16, cpu_info
+    from ragrig.weights.precision import NATIVE_BF16, cpu_info
 
     model, flags = cpu_info()
     wanted = ("avx2", "avx512f", "avx512_vnni", *NATIVE_BF16, "amx_tile", "amx_int8")
@@ -156,10 +156,10 @@ def floor_seconds(ws: Path) -> dict[str, Any]:
     import pandas as pd
 
     sys.path.insert(0, str(C.PROJECT_ROOT / "src"))
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
     from ragrig.embed import make_embedder
     from ragrig.generate import generate_all, make_generator
-    from ragrig.precision import resolve_precision
+    from ragrig.weights.precision import resolve_precision
 
     cwd = Path.cwd()
     os.chdir(ws)  # relative model paths (data/train_embed/model) as the stages see them

@@ -19,7 +19,7 @@ With `generate=extractive` (and `report.mlflow` on, the default):
     `--executor worktree` (long-lived in-process DVC workers, `--no-reuse`), `--overhead-sweeps`
     sweeps each (default 2), the executors taking turns; the figure is the median point time (the DVC experiment's
     set-up, restores and commit), plus the MLflow logging of one report
-    (ragrig.report.tracking.log_run of (a)'s metrics and artifacts into a scratch store, median
+    (ragrig.tracking.run.log_run of (a)'s metrics and artifacts into a scratch store, median
     of 3) and the sweep's own MLflow calls (parent run, lookups) per point.
 
 --skip-sequential leaves (b) out; --only overhead runs (a) and (e) alone (in one copy: the cold
@@ -62,10 +62,8 @@ def fresh_copy(base: Path, name: str, env: dict, overrides: list[str]) -> Path:
     copy_tracked(C.PROJECT_ROOT, repo)
     git(repo, "init", "-q")
     py = sys.executable
-    timed([py, "-m", "ragrig.cli", "init-dvc"], repo, env, base / f"{name}-init.log")
-    timed(
-        [py, "-m", "ragrig.cli", "params", "write", *overrides], repo, env, base / f"{name}-p.log"
-    )
+    timed([py, "-m", "ragrig", "init-dvc"], repo, env, base / f"{name}-init.log")
+    timed([py, "-m", "ragrig", "params", "write", *overrides], repo, env, base / f"{name}-p.log")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "benchmark copy")
     return repo
@@ -93,7 +91,17 @@ def run_sweep(
     out = base / f"{name}-sweep"
     n0 = len(read_log(Path(env["RAGRIG_STAGE_LOG"])))
     runs0 = mlflow_run_count(repo)
-    cmd = [sys.executable, "-m", "ragrig.sweep", "-j", str(jobs), "--sweep-dir", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ragrig",
+        "sweep",
+        "-j",
+        str(jobs),
+        "--sweep-dir",
+        str(out),
+        *extra,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run([*cmd, *overrides], cwd=repo, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -114,8 +122,8 @@ def run_sweep(
 
 def log_run_seconds(repo: Path, base: Path, repeats: int = 3) -> float:
     """MLflow logging of one report: log_run with (a)'s metrics and artifacts, scratch store."""
-    from ragrig.config import load_params
-    from ragrig.report.tracking import ensure_experiment, log_run
+    from ragrig.core.config import load_params
+    from ragrig.tracking.run import ensure_experiment, log_run
 
     uri = f"sqlite:///{base / 'scratch-mlflow.db'}"
     ensure_experiment(uri, "bench")
@@ -135,9 +143,9 @@ def log_run_seconds(repo: Path, base: Path, repeats: int = 3) -> float:
 
 def sweep_mlflow_seconds(repo: Path, overrides: list[str], n_points: int) -> float:
     """The sweep's own MLflow calls per point: open the parent, look one child up, close."""
-    from ragrig.report.mlflow_run import params_hash
     from ragrig.sweep.engine import plan
     from ragrig.sweep.runs import ParentRun, now_ms
+    from ragrig.tracking.contents import params_hash
 
     points, swept = plan(repo, overrides)
     uri = f"sqlite:///{repo / 'mlflow.db'}"

@@ -5,7 +5,7 @@ retrieve/hybrid_convex.yaml's alpha, all chosen on the train split), and per met
 per-query deltas (trained - packaged) with their 95% interval (`ragrig.metrics.deltas`).
 
 The corpus is parsed, chunked, embedded and indexed by the pipeline's own code
-(`ragrig.tune_first_stage`). `--base-vectors` / `--trained-vectors` name folders holding a
+(`ragrig.tools.tune_first_stage`). `--base-vectors` / `--trained-vectors` name folders holding a
 chunks.npy (+ chunk_ids.parquet) already written for this corpus by each model, e.g. the embed
 stage's data/embed; they are checked on a sample against a fresh encoding. Without them each
 model embeds the corpus once (SciFact: ~150-200 s per model on 2 idle cores).
@@ -41,10 +41,10 @@ def _params_with_model(params: Path, name: str, model: str, tmp: Path) -> Path:
 def measure(
     params: Path, root: Path | None, base: str, trained: str, vectors: dict[str, Path | None]
 ) -> dict:
-    from ragrig import stage
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
     from ragrig.metrics.deltas import compare_runs
-    from ragrig.tune_first_stage import Lanes, _composed, build_corpus, load_split, runs_of
+    from ragrig.runtime import stage
+    from ragrig.tools.tune_first_stage import Lanes, _composed, build_corpus, load_split, runs_of
 
     conf = C.PROJECT_ROOT / "conf"  # the committed RRF k and alpha (params may be elsewhere)
     sparse = load_section("index", params).sparse

@@ -15,7 +15,7 @@ answer-level aggregations fare against MTRAG's human faithfulness ratings.
   uses), the supported share (`share`), the weakest claim (`min_p`), the mean P(support)
   blended with the entity/number overlap (`mean_p_entity`, 0.8/0.2), and with the naive
   content-word overlap of the whole answer (`mean_p_lexical`, 0.5/0.5). Each gets its threshold
-  fitted on MTRAG's calibration half only (`ragrig.calibrate`'s split and fit) and is measured on
+  fitted on MTRAG's calibration half only (`ragrig.tools.calibrate`'s split and fit) and is measured on
   the held-out half; the aggregation to prefer is the one best on the *calibration* half.
 
     python benchmarks/bench_verifier.py [--model DIR | --train] [--mtrag-root DIR]
@@ -42,7 +42,7 @@ AGGREGATIONS = ("mean_p", "share", "min_p", "mean_p_entity", "mean_p_lexical")
 
 def aggregate(verdict, how: str, lexical: float | None = None) -> float | None:
     """The answer-level score of a verdict; `lexical` is the naive content-word overlap of the
-    whole answer with all passages (ragrig.calibrate.baselines), blended half and half by
+    whole answer with all passages (ragrig.tools.calibrate.baselines), blended half and half by
     `mean_p_lexical` (fixed weights: nothing is fitted but the threshold)."""
     if verdict.score is None:
         return None
@@ -88,8 +88,8 @@ def _overrides(variant: str) -> dict:
 
 
 def _trained(args, threads: int, tmp: Path) -> tuple[Path, dict]:
-    from ragrig.config import load_section, validate_section
-    from ragrig.verifier.train import run_stage
+    from ragrig.core.config import load_section, validate_section
+    from ragrig.train_verifier.train import run_stage
 
     if not args.train:
         manifest = json.loads((args.model / "manifest.json").read_text(encoding="utf-8"))
@@ -148,11 +148,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import yaml
 
-    from ragrig.calibrate.core import Scored, evaluate, split_tasks
-    from ragrig.calibrate.mtrag import load_mtrag_human
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
     from ragrig.judge.verifier import VerifierJudge
     from ragrig.judge.verifier_model import Verifier
+    from ragrig.tools.calibrate.core import Scored, evaluate, split_tasks
+    from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
     with tempfile.TemporaryDirectory(prefix="ragrig-verifier-") as tmp:
         model_dir, manifest = _trained(args, threads, Path(tmp))
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = outputs["configured"]
         judge_s = statistics.median(times["configured"])
 
-    from ragrig.precision import resolve_precision
+    from ragrig.weights.precision import resolve_precision
 
     result = {
         **C.header("verifier", ["torch", "transformers", "sentence-transformers"]),
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             "mtrag_root": str(args.mtrag_root),
             "answers": len(answers),
             "judge": jcfg.model_dump(),
-            # what `quantize: auto` is on this CPU (ragrig.precision): the variants differ from it
+            # what `quantize: auto` is on this CPU (ragrig.weights.precision): the variants differ from it
             "quantize_resolved": resolve_precision(jcfg.quantize, fp32="none"),
         },
         "training": {
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "aggregations": {},
     }
-    from ragrig.calibrate.baselines import NaiveOverlap
+    from ragrig.tools.calibrate.baselines import NaiveOverlap
 
     naive = NaiveOverlap()
     lexical = [naive.score(a.answer, list(a.contexts)) for a in answers]

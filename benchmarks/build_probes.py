@@ -6,7 +6,7 @@ Sources (none of them is training data for a verifier, which trains on SciFact *
   test claims carry no labels, so only dev contributes): a claim whose rationale in one abstract
   is labelled SUPPORT, with that abstract as its context. Rationale sentence indices refer to the
   abstract's original sentence list, read from `original/scifact_hf_export_csv.zip` when present
-  (SciFact as staged); a BEIR folder without it has its abstract split by `ragrig.text`.
+  (SciFact as staged); a BEIR folder without it has its abstract split by `ragrig.core.text`.
 * **MTRAG** human ratings (`<mtrag>/reference_subset_with_human_evaluations.json[.gz]`): an
   answer rated faithful (mean human faithfulness rating >= 3 of 4) gives one of its sentences
   (at least 6 words, not a refusal, list marker and bold markup removed; chosen with the seed),
@@ -74,15 +74,15 @@ def scifact_sentences(root: Path) -> dict[str, list[str]]:
     """doc id -> its abstract's sentences (indices as in the rationale annotations)."""
     zpath = root / "original" / SCIFACT_ZIP
     if zpath.exists():  # read as the verifier's training pairs read it
-        from ragrig.errors import DataValidationError
-        from ragrig.verifier.data import read_sentences
+        from ragrig.core.errors import DataValidationError
+        from ragrig.train_verifier.data import read_sentences
 
         try:
             return read_sentences(zpath)
         except DataValidationError as exc:
             raise ProbeError(str(exc)) from exc
-    from ragrig.data.beir import iter_jsonl
-    from ragrig.text import split_sentences
+    from ragrig.core.text import split_sentences
+    from ragrig.dataset.beir import iter_jsonl
 
     corpus = root / "corpus.jsonl"
     if not corpus.exists():
@@ -94,7 +94,7 @@ def scifact_sentences(root: Path) -> dict[str, list[str]]:
 
 def scifact_claims(root: Path) -> list[dict]:
     """Supported claims: {source_id, claim, contexts, evidence (sentence texts)}."""
-    from ragrig.data.beir import iter_jsonl
+    from ragrig.dataset.beir import iter_jsonl
 
     files = [root / "original" / f for f in SCIFACT_CLAIM_FILES]
     if not any(f.exists() for f in files):
@@ -161,9 +161,9 @@ def mean_faithfulness(ev: dict, where: str) -> float:
 
 def mtrag_claims(root: Path, seed: int) -> list[dict]:
     """One sentence of each answer rated faithful, with its task's passages."""
+    from ragrig.core.text import split_sentences, strip_citations
     from ragrig.judge import entities as ent
     from ragrig.judge.refusal import is_refusal
-    from ragrig.text import split_sentences, strip_citations
 
     data = _read_mtrag(root)
     docs = {d["document_id"]: d.get("text", "") for d in data.get("documents", [])}
@@ -221,7 +221,7 @@ def mtrag_claims(root: Path, seed: int) -> list[dict]:
 
 def _best_sentence(claim: str, sentences: list[str]) -> int | None:
     """Index of the sentence sharing the largest share of the claim's content words (>= 0.6)."""
-    from ragrig.text import tokenize
+    from ragrig.core.text import tokenize
 
     words = set(tokenize([claim])[0])
     if not words or not sentences:
@@ -232,8 +232,8 @@ def _best_sentence(claim: str, sentences: list[str]) -> int | None:
 
 
 def probes_for(item: dict, pool: list[str], seed: int, source: str) -> tuple[list[dict], Counter]:
+    from ragrig.core.text import split_sentences
     from ragrig.judge import perturb
-    from ragrig.text import split_sentences
 
     claim = item["claim"]
     if "sentences" in item:  # SciFact: one abstract, the rationale sentence known
@@ -363,8 +363,8 @@ def build(
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
-    """Atomically (ragrig.io.atomic_write_text): readers see the old file or the whole new one."""
-    from ragrig.io import atomic_write_text
+    """Atomically (ragrig.core.io.atomic_write_text): readers see the old file or the whole new one."""
+    from ragrig.core.io import atomic_write_text
 
     atomic_write_text(
         Path(path),
@@ -374,8 +374,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def read_jsonl(path: Path) -> list[dict]:
     """Probe rows, through the project's JSONL reader (file and line named on a bad line)."""
-    from ragrig.data.beir import iter_jsonl
-    from ragrig.errors import DataValidationError
+    from ragrig.core.errors import DataValidationError
+    from ragrig.dataset.beir import iter_jsonl
 
     rows = []
     try:

@@ -25,9 +25,9 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 import pandas as pd
-from ragrig.config import load_params
-from ragrig.io import read_json
-from ragrig.report.mlflow_run import answers_table
+from ragrig.core.config import load_params
+from ragrig.core.io import read_json
+from ragrig.tracking.contents import answers_table
 proj = Path(sys.argv[2]); out = proj / "reports/run"
 params = load_params(proj / "params.yaml"); metrics = read_json(proj / "reports/metrics.json")
 answers = answers_table(
@@ -39,7 +39,7 @@ answers = answers_table(
 arts = [proj / "reports/metrics.json", out / "per_query.parquet", out / "slices.csv",
         out / "scorecard.csv", out / "summary.txt", *sorted((out / "plots").glob("*.png"))]
 t1 = time.perf_counter()
-from ragrig.report.tracking import log_run
+from ragrig.tracking.run import log_run
 log_run(sys.argv[1], "ragrig", params, metrics, arts, proj, answers=answers, environ={})
 t2 = time.perf_counter()
 print(json.dumps({"inputs_s": t1 - t0, "mlflow_s": t2 - t1}))

@@ -57,7 +57,7 @@ def _options(conf: Path, group: str, names: list[str]) -> list[str]:
 
 def _configured(params: Path, group: str) -> str:
     """The option of conf/<group> whose values equal params.yaml's section (for the default)."""
-    from ragrig.config import load_params
+    from ragrig.core.config import load_params
 
     section = load_params(params).get(group) or {}
     for path in sorted((C.PROJECT_ROOT / "conf" / group).glob("*.yaml")):
@@ -78,11 +78,11 @@ def run_table(
 ) -> list[dict[str, Any]]:
     import numpy as np
 
-    from ragrig.config import load_section, validate_section
+    from ragrig.core.config import load_section, validate_section
+    from ragrig.core.registry import resolve
     from ragrig.embed import encode_queries_timed, make_embedder
     from ragrig.index import DENSE_INDEXES, SPARSE_INDEXES
     from ragrig.metrics.ir import mean_measures, rankings_from_run
-    from ragrig.registry import resolve
     from ragrig.rerank import make_reranker, rerank_run
     from ragrig.retrieve import retrieve_all
 
@@ -107,7 +107,7 @@ def run_table(
         if chunk_vectors is None:
             vectors = passages.encode(texts)
         else:  # written earlier by the embed stage for this embedder: read, checked on a sample
-            from ragrig.tune_first_stage import load_chunk_vectors
+            from ragrig.tools.tune_first_stage import load_chunk_vectors
 
             vectors = load_chunk_vectors(chunk_vectors, texts, list(chunk_ids), passages)
         embed_s = time.perf_counter() - t0

@@ -222,7 +222,7 @@ NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite"}
 def smoke_params(tmp: Path) -> Path:
     """params.yaml composed for the tiny fixture (`dataset=tiny`, its first stage: the packaged
     embedder; SciFact's default embedder is trained on SciFact's train split), written in tmp."""
-    from ragrig.params import compose_yaml
+    from ragrig.compose.params import compose_yaml
 
     path = Path(tmp) / "params-tiny.yaml"
     path.write_text(compose_yaml(C.PROJECT_ROOT / "conf", ["dataset=tiny"]), encoding="utf-8")

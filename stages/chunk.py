@@ -4,7 +4,7 @@ output has elements) page and section; data/chunk/ingestion.json: the ingestion 
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
@@ -12,8 +12,8 @@ def main() -> None:
     from ragrig.chunk import chunk_documents, make_chunker
     from ragrig.chunk.quality import ingestion_metrics
     from ragrig.chunk.structure import read_elements
-    from ragrig.config import load_section
-    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.config import load_section
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
 
     (parse_dir,) = args.inputs
     cfg = load_section("chunk", args.params)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     threads = stage.read_runtime(args.params, "threads")
     stage.apply_threads(threads)
@@ -17,9 +17,9 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.progress import bar
     from ragrig.embed import encode_chunks, encode_queries_timed, make_embedder
-    from ragrig.io import atomic_dir, read_table, write_json, write_table
-    from ragrig.progress import bar
 
     parse_dir, chunk_dir = args.inputs
     cfg = load_section("embed", args.params)
@@ -40,7 +40,7 @@ def main() -> None:
         )
     precision = None
     if hasattr(cfg, "precision"):  # a torch encoder: what `auto` resolved to on this CPU
-        from ragrig.precision import precision_record, resolve_precision
+        from ragrig.weights.precision import precision_record, resolve_precision
 
         precision = precision_record(cfg.precision, resolve_precision(cfg.precision))
     with atomic_dir(args.out) as out:

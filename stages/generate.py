@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     seed = stage.read_runtime(args.params, "seed")
     threads = stage.read_runtime(args.params, "threads")
     stage.apply_threads(threads)
     stage.apply_seed(seed)
 
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.generate import (
         assemble_contexts,
         generate_all,
@@ -22,7 +23,6 @@ def main() -> None:
         note_counts,
         sample_queries,
     )
-    from ragrig.io import atomic_dir, read_table, write_json, write_table
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
     cfg = load_section("generate", args.params)
@@ -47,7 +47,7 @@ def main() -> None:
     )
     precision = None
     if hasattr(cfg, "prefill_precision"):  # the torch generator's prompt pass on this CPU
-        from ragrig.precision import precision_record, resolve_precision
+        from ragrig.weights.precision import precision_record, resolve_precision
 
         precision = precision_record(
             cfg.prefill_precision, resolve_precision(cfg.prefill_precision)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     stage.apply_threads(stage.read_runtime(args.params, "threads"))
 
@@ -17,10 +17,10 @@ def main() -> None:
     import faiss
     import numpy as np
 
+    from ragrig.core.io import atomic_dir, read_table, write_json
+    from ragrig.core.progress import bar
+    from ragrig.core.registry import resolve
     from ragrig.index import DENSE_INDEXES, SPARSE_INDEXES
-    from ragrig.io import atomic_dir, read_table, write_json
-    from ragrig.progress import bar
-    from ragrig.registry import resolve
 
     chunk_dir, embed_dir = args.inputs
     cfg = load_section("index", args.params)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
-    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.config import load_section
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.judge import decision_record, judge_all, make_judge
 
     parse_dir, generate_dir, verifier_dir = args.inputs
@@ -41,7 +41,7 @@ def main() -> None:
         print(f"judge: warning: {warning}")
     precision = None
     if cfg.method == "verifier":  # the verifier's matrix products on this CPU
-        from ragrig.precision import precision_record, resolve_precision
+        from ragrig.weights.precision import precision_record, resolve_precision
 
         precision = precision_record(cfg.quantize, resolve_precision(cfg.quantize, fp32="none"))
     status = judgments["status"].value_counts().sort_index().to_dict()

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
     import pandas as pd
 
-    from ragrig.config import load_section
-    from ragrig.io import atomic_dir, atomic_write_text, write_json, write_table
+    from ragrig.core.config import load_section
+    from ragrig.core.io import atomic_dir, atomic_write_text, write_json, write_table
+    from ragrig.core.schemas import SCHEMAS
     from ragrig.parse import console_lines, make_parser
-    from ragrig.schemas import SCHEMAS
 
     ds = load_section("dataset", args.params)
     parsed = make_parser(load_section("parse", args.params)).parse(ds)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
@@ -20,17 +20,17 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from ragrig.config import load_params, load_section
-    from ragrig.io import atomic_dir, read_json, read_table, write_json
+    from ragrig.core.config import load_params, load_section
+    from ragrig.core.io import atomic_dir, read_json, read_table, write_json
     from ragrig.report import ReportInputs, build_report
     from ragrig.report.html import write_run_page
-    from ragrig.report.mlflow_run import answer_traces, answers_table, precision_tags
     from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
     from ragrig.report.scorecard import Vectors
     from ragrig.report.summary import format_summary
-    from ragrig.report.tracking import configure, log_run, preload
     from ragrig.report.views import run_tables, write_views
+    from ragrig.tracking.contents import answer_traces, answers_table, precision_tags
+    from ragrig.tracking.run import configure, log_run, preload
 
     parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
     cfg = load_section("report", args.params)
@@ -69,7 +69,7 @@ def main() -> None:
     )
     labels_file = Path(cfg.scorecard.labels.file)
     if labels_file.exists():  # people's labels of these answers (ragrig label): checked whole
-        from ragrig.labels import read_labels, run_answers
+        from ragrig.dataset.labels import read_labels, run_answers
 
         answers = run_answers(inputs.generations, inputs.judgments)
         inputs = dataclasses.replace(

@@ -4,12 +4,12 @@ reranker the train_rerank stage trained)."""
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     threads = stage.read_runtime(args.params, "threads")
     stage.apply_threads(threads)
@@ -17,7 +17,7 @@ def main() -> None:
     if cfg.method != "identity":
         stage.apply_torch_threads(threads)
 
-    from ragrig.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.rerank import make_reranker, rerank_run
 
     parse_dir, chunk_dir, retrieve_dir = args.inputs

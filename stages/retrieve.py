@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     stage.apply_threads(stage.read_runtime(args.params, "threads"))
 
     import faiss
     import numpy as np
 
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
+    from ragrig.core.io import atomic_dir, read_json, read_table, write_json, write_table
+    from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
-    from ragrig.io import atomic_dir, read_json, read_table, write_json, write_table
-    from ragrig.registry import resolve
     from ragrig.retrieve import check_ann, lanes_of, retrieve_all
 
     parse_dir, chunk_dir, embed_dir, index_dir = args.inputs

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
-from ragrig import stage
+from ragrig.runtime import stage
 
 
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
-    from ragrig.config import load_section
+    from ragrig.core.config import load_section
 
     threads = stage.read_runtime(args.params, "threads")
     stage.apply_threads(threads)
-    from ragrig.rerank_train.train import run_stage
+    from ragrig.train_rerank.train import run_stage
 
     manifest = run_stage(
         load_section("train_rerank", args.params),

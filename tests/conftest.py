@@ -91,8 +91,8 @@ def tiny_run(tmp_path_factory) -> Path:
     outputs, restored from the run-cache."""
     ws = copy_project(tmp_path_factory.mktemp("tiny-run"))
     python = str(BIN / "python")
-    sh([python, "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([python, "-m", "ragrig.cli", "params", "write", *TINY], ws)
+    sh([python, "-m", "ragrig", "init-dvc"], ws)
+    sh([python, "-m", "ragrig", "params", "write", *TINY], ws)
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "tiny params"], ws)
     sh(["dvc", "repro"], ws)
@@ -117,8 +117,8 @@ def write_tiny_stage_inputs(folder: Path):
     """parse/queries.parquet and chunk/chunks.parquet of the tiny fixture (parse=beir,
     chunk=document) under `folder`, as the embed stage reads them; the chunk table."""
     from ragrig.chunk import chunk_documents, make_chunker
-    from ragrig.config import validate_section
-    from ragrig.io import write_table
+    from ragrig.core.config import validate_section
+    from ragrig.core.io import write_table
     from ragrig.parse import make_parser
 
     ds = validate_section("dataset", {"name": "tiny", "root": str(FIXTURE), "split": "test"})

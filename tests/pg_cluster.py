@@ -1,5 +1,5 @@
 """A throwaway PostgreSQL cluster for the tests (fixture `postgres`): initdb into a temporary
-folder, started on a free port of 127.0.0.1 with ragrig.postgres (the code of `make postgres`),
+folder, started on a free port of 127.0.0.1 with ragrig.tracking.postgres (the code of `make postgres`),
 a role and database `ragrig` with a random password, stopped and removed at the end of the
 session. Import with `from tests.pg_cluster import postgres  # noqa: F401`.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.postgres import Cluster, bin_dir
+from ragrig.tracking.postgres import Cluster, bin_dir
 
 from .s3_emulator import free_port
 

@@ -2,7 +2,7 @@
 
 Datasets go through the parse stage's own `main` in-process (a few also through the real stage
 subprocess, exit code and stderr included); archives are served on 127.0.0.1 to
-`ensure_dataset` (one also through `ragrig.cli data ensure`). A refused input gives exactly one
+`ensure_dataset` (one also through `ragrig.cli.app data ensure`). A refused input gives exactly one
 error line and leaves no output, no temporary folder and no file outside the dataset; an
 accepted one gives the stated counts.
 """
@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from ragrig.data.beir import load_beir
-from ragrig.data.config import Checksum, Download
-from ragrig.data.download import ensure_dataset
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
+from ragrig.dataset.beir import load_beir
+from ragrig.dataset.config import Checksum, Download
+from ragrig.dataset.download import ensure_dataset
 
 from . import bad_inputs
 from ._http import Route, serve
@@ -235,7 +235,7 @@ def test_archive_case_through_the_cli(tmp_path: Path) -> None:
         path = tmp_path / "params.yaml"
         path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         proc = subprocess.run(
-            [sys.executable, "-m", "ragrig.cli", "data", "ensure", "--params", str(path)],
+            [sys.executable, "-m", "ragrig", "data", "ensure", "--params", str(path)],
             cwd=tmp_path,
             env={**os.environ, "NO_PROXY": "127.0.0.1,localhost"},
             capture_output=True,

@@ -125,7 +125,7 @@ def run(tmp_path_factory, echo_server, tiny_run):
         "+report.prices.echo-model.input_per_mtok=1.0",
         "+report.prices.echo-model.output_per_mtok=2.0",
     ]
-    sh([python, "-m", "ragrig.cli", "params", "write", *overrides], ws, env)
+    sh([python, "-m", "ragrig", "params", "write", *overrides], ws, env)
     params = yaml.safe_load((ws / "params.yaml").read_text())
     params["judge"]["llm"] = {
         "backend": "openai_http",

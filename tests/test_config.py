@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.config import SECTIONS, load_section, validate_all, validate_section
-from ragrig.errors import ConfigError
-from ragrig.params import compose, compose_yaml, validate_composition
+from ragrig.compose.params import compose, compose_yaml, validate_composition
+from ragrig.core.config import SECTIONS, load_section, validate_all, validate_section
+from ragrig.core.errors import ConfigError
 
 from .conftest import PROJECT
 
@@ -155,7 +155,7 @@ def test_parameters_named_size_or_nfiles_are_rejected_at_any_depth(overrides, pa
 
 
 def test_reserved_keys_found_inside_lists_and_by_the_stage_loader(tmp_path):
-    from ragrig.config import reserved_key_paths
+    from ragrig.core.config import reserved_key_paths
 
     assert reserved_key_paths({"a": [{"b": 1}, {"nfiles": 2}], "size": {"size": 0}}) == [
         "a[1].nfiles",
@@ -169,14 +169,14 @@ def test_reserved_keys_found_inside_lists_and_by_the_stage_loader(tmp_path):
 
 
 def test_no_conf_option_uses_a_reserved_name():
-    from ragrig.config import reserved_key_paths
+    from ragrig.core.config import reserved_key_paths
 
     for path in sorted(CONF.rglob("*.yaml")):
         assert reserved_key_paths(yaml.safe_load(path.read_text(encoding="utf-8"))) == [], path
 
 
 def test_generator_without_a_price_fails_at_composition_before_any_stage(tmp_path):
-    from ragrig.params import write_params
+    from ragrig.compose.params import write_params
 
     with pytest.raises(
         ConfigError,
@@ -191,7 +191,7 @@ def test_generator_without_a_price_fails_at_composition_before_any_stage(tmp_pat
 
 
 def test_cli_params_write_refuses_a_missing_price_in_one_line(tmp_path, capsys):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     out = tmp_path / "params.yaml"
     code = cli.main(

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from ragrig.data.beir import load_beir
-from ragrig.data.claims import NOT_ENOUGH_INFO, UNKNOWN, claim_label, load_claims
-from ragrig.errors import DataValidationError
-from ragrig.io import atomic_dir
+from ragrig.core.errors import DataValidationError
+from ragrig.core.io import atomic_dir
+from ragrig.dataset.beir import load_beir
+from ragrig.dataset.claims import NOT_ENOUGH_INFO, UNKNOWN, claim_label, load_claims
 
 PROJECT = Path(__file__).resolve().parents[1]
 FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"

@@ -153,7 +153,7 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _params(path: Path, overrides: list[str]) -> Path:
-    cmd = [sys.executable, "-m", "ragrig.cli", "params", "write", *overrides, "--output", str(path)]
+    cmd = [sys.executable, "-m", "ragrig", "params", "write", *overrides, "--output", str(path)]
     sh(cmd, PROJECT)
     return path
 
@@ -228,7 +228,7 @@ def test_other_backends_are_byte_identical_under_different_hash_seeds(runs):
 BM25_SAVE = """
 import sys
 from pathlib import Path
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
 from ragrig.index.sparse import Bm25sIndex
 
 cfg = validate_section("index", {"dense": {"method": "flat"}, "sparse": {"method": "bm25s"}}).sparse
@@ -260,8 +260,8 @@ def test_bm25s_index_files_do_not_follow_the_hash_seed(tmp_path):
 
 
 def test_bm25s_rejects_a_corpus_without_any_token():
-    from ragrig.config import validate_section
-    from ragrig.errors import DataValidationError
+    from ragrig.core.config import validate_section
+    from ragrig.core.errors import DataValidationError
     from ragrig.index.sparse import Bm25sIndex
 
     cfg = validate_section(

@@ -22,10 +22,10 @@ import pytest
 import requests
 import yaml
 
-from ragrig.data.beir import load_beir
-from ragrig.data.config import Checksum, Download
-from ragrig.data.download import ensure_dataset
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
+from ragrig.dataset.beir import load_beir
+from ragrig.dataset.config import Checksum, Download
+from ragrig.dataset.download import ensure_dataset
 
 from ._http import Route, serve
 
@@ -184,7 +184,7 @@ def test_cli_data_ensure(tmp_path: Path, served: Served) -> None:
     }
     params_path = tmp_path / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    cmd = [sys.executable, "-m", "ragrig.cli", "data", "ensure", "--params", str(params_path)]
+    cmd = [sys.executable, "-m", "ragrig", "data", "ensure", "--params", str(params_path)]
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
 
     first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -392,8 +392,8 @@ def test_zip_slip_is_refused(tmp_path: Path, no_proxy: None) -> None:
 _DOWNLOAD_SCRIPT = """
 import sys
 from pathlib import Path
-from ragrig.data.config import Checksum, Download
-from ragrig.data.download import ensure_dataset
+from ragrig.dataset.config import Checksum, Download
+from ragrig.dataset.download import ensure_dataset
 spec = Download(url=sys.argv[2], checksum=Checksum(algo="sha256", value="0" * 64),
                 archive_root="tinyset", deadline_s=60, read_timeout_s=30)
 ensure_dataset(Path(sys.argv[1]), spec)
@@ -479,7 +479,7 @@ def _cli_ensure(tmp_path: Path, download: dict) -> subprocess.CompletedProcess[s
     }
     params_path = tmp_path / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    cmd = [sys.executable, "-m", "ragrig.cli", "data", "ensure", "--params", str(params_path)]
+    cmd = [sys.executable, "-m", "ragrig", "data", "ensure", "--params", str(params_path)]
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "PYTHONPATH": str(PROJECT / "src")}
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
 

@@ -36,7 +36,7 @@ def _ran(ws: Path, since: int) -> list[str]:
 
 
 def _params(ws: Path, *overrides: str) -> None:
-    sh([_python(ws), "-m", "ragrig.cli", "params", "write", *BASE, *overrides], ws)
+    sh([_python(ws), "-m", "ragrig", "params", "write", *BASE, *overrides], ws)
 
 
 def _mlflow_runs(ws: Path) -> pd.DataFrame:
@@ -134,7 +134,7 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     assert list(ndcg.values())[0] == pytest.approx(metrics["retrieval"]["ndcg@10"], abs=1e-12)
     assert run["tags.params_hash"] and len(run["tags.git_commit"]) == 40
     # embed.precision auto: what it resolved to on this CPU, in the manifest and the run's tags
-    from ragrig.precision import cpu_info, resolve_precision
+    from ragrig.weights.precision import cpu_info, resolve_precision
 
     decided = json.loads((ws / "data/embed/manifest.json").read_text())["precision_decision"]
     assert decided["requested"] == "auto" and decided["resolved"] == resolve_precision("auto")
@@ -159,7 +159,7 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
         sc["axes"]["relevance"]["value"]
     )
     gate = subprocess.run(
-        [_python(ws), "-m", "ragrig.cli", "gate"], cwd=ws, capture_output=True, text=True
+        [_python(ws), "-m", "ragrig", "gate"], cwd=ws, capture_output=True, text=True
     )
     expected = {"pass": 0, "fail_soft": 0}.get(sc["gate"], 2 if sc["unmeasured"] else 1)
     assert gate.returncode == expected, gate.stdout + gate.stderr
@@ -235,7 +235,7 @@ def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
     # HEAD: dvc.lock and reports/ are not committed, so it has no metrics to compare with
     own = json.loads(sh(["dvc", "metrics", "diff", "HEAD", "--json"], ws).stdout)
     assert own["reports/run/headline.json"]["ndcg@10"] == {"old": None, "new": head["ndcg@10"]}
-    said = sh([_python(ws), "-m", "ragrig.cli", "metrics-diff"], ws).stdout.splitlines()
+    said = sh([_python(ws), "-m", "ragrig", "metrics-diff"], ws).stdout.splitlines()
     assert said[0].startswith("HEAD has no recorded metrics (its dvc.lock is not committed")
     assert said[1].split() == ["metric", "HEAD", "workspace", "change"]
     assert said[2].split() == ["ndcg@10", "-", str(head["ndcg@10"]), "-"]
@@ -246,7 +246,7 @@ def test_dvc_views_headline_plots_and_metrics_diff(ws, tmp_path):
     sh(["git", "clone", "-q", str(ws), str(clone)], tmp_path)
     proc = sh(["dvc", "metrics", "diff", "HEAD"], clone)
     assert proc.stdout == "" and "Traceback" not in proc.stderr
-    proc = sh([_python(ws), "-m", "ragrig.cli", "metrics-diff"], clone, check=False)
+    proc = sh([_python(ws), "-m", "ragrig", "metrics-diff"], clone, check=False)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         "ragrig metrics-diff: the workspace has no reports/run/headline.json yet: run "
@@ -260,7 +260,7 @@ def test_exp_show_selection_lists_swept_params_and_headline_only(ws):
 
     sh(["dvc", "exp", "run", *(f"-S{o}" for o in (*BASE, "retrieve.ef_search=48"))], ws)
     try:
-        proc = sh([_python(ws), "-m", "ragrig.cli", "exp-show", "--no-pager", "--csv"], ws)
+        proc = sh([_python(ws), "-m", "ragrig", "exp-show", "--no-pager", "--csv"], ws)
         rows = proc.stdout.strip().splitlines()
         header = rows[0].split(",")
         keys = [
@@ -399,7 +399,7 @@ def _free_port() -> int:
 def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
     before = len(_stage_log(ws))
     runs_before = set(_mlflow_runs(ws)["run_id"])
-    sh([_python(ws), "-m", "ragrig.sweep", "--multirun", *BASE, "retrieve.ef_search=24,40"], ws)
+    sh([_python(ws), "-m", "ragrig", "sweep", "--multirun", *BASE, "retrieve.ef_search=24,40"], ws)
     ran = _ran(ws, before)
     # positive control: the stage log sees the sweep's points (retrieve ran once per point),
     # so embed's absence means it was restored from the run-cache, not that nothing was logged
@@ -416,7 +416,7 @@ def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
 
     import requests
 
-    from ragrig import ui
+    from ragrig.tracking import server as ui
 
     port = _free_port()
     info = ui.start(ws, f"sqlite:///{ws / 'mlflow.db'}", port=port)

@@ -46,7 +46,7 @@ def test_dvc_exp_run_dataset_docs_end_to_end_at_section_level(tmp_path):
     if not DOCLING_DOCS.is_dir():
         pytest.skip(f"{DOCLING_DOCS} not present")
     ws = copy_project(tmp_path / "ws")
-    sh([_python(ws), "-m", "ragrig.cli", "init-dvc"], ws)
+    sh([_python(ws), "-m", "ragrig", "init-dvc"], ws)
     # the dataset's root as an absolute path: this copy has no ../shared beside it;
     # the extractive generator keeps the run short (dataset=docs alone chooses SmolLM2)
     proc = sh(

@@ -42,12 +42,12 @@ def test_metadata_slices_and_unjudged_queries_on_another_corpus(tmp_path):
     data = _corpus_like_a_users(tmp_path / "my corpus")  # a space in the path too
     ws = copy_project(tmp_path / "ws")
     py = _python(ws)
-    sh([py, "-m", "ragrig.cli", "init-dvc"], ws)
+    sh([py, "-m", "ragrig", "init-dvc"], ws)
     sh(
         [
             py,
             "-m",
-            "ragrig.cli",
+            "ragrig",
             "params",
             "write",
             "dataset=beir",

@@ -32,8 +32,8 @@ def _ran(ws, since: int = 0) -> list[str]:
 
 def test_verifier_judge_through_dvc(tmp_path):
     ws = copy_project(tmp_path)
-    sh([sys.executable, "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([sys.executable, "-m", "ragrig.cli", "params", "write", *BASE], ws)
+    sh([sys.executable, "-m", "ragrig", "init-dvc"], ws)
+    sh([sys.executable, "-m", "ragrig", "params", "write", *BASE], ws)
     sh(["dvc", "repro"], ws)
     manifest = json.loads((ws / "data/train_verifier/manifest.json").read_text())
     assert manifest["trained"] is True and manifest["pairs"] == 16
@@ -49,7 +49,7 @@ def test_verifier_judge_through_dvc(tmp_path):
         [
             sys.executable,
             "-m",
-            "ragrig.cli",
+            "ragrig",
             "params",
             "write",
             *BASE,

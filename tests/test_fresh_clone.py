@@ -102,7 +102,7 @@ def clone(tmp_path_factory) -> Path:
 
 def test_first_command_parallel_sweep_on_a_new_store(clone):
     sh(
-        [PY, "-m", "ragrig.sweep", "--multirun", *TINY, "retrieve.ef_search=16,64"]
+        [PY, "-m", "ragrig", "sweep", "--multirun", *TINY, "retrieve.ef_search=16,64"]
         + ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
         clone,
     )
@@ -113,7 +113,7 @@ def test_sweep_and_smoke_restore_from_the_run_cache(clone):
     before = len(_stage_runs(clone))
     # both points restore parse..index from the run-cache (what failed over a committed
     # dvc.lock), then retrieve and report
-    sh([PY, "-m", "ragrig.sweep", "--multirun", *TINY, "retrieve.ef_search=24,40"], clone)
+    sh([PY, "-m", "ragrig", "sweep", "--multirun", *TINY, "retrieve.ef_search=24,40"], clone)
     ran = _stage_runs(clone)[before:]
     assert ran.count("retrieve") == 2 and ran.count("report") == 2
     assert not {"parse", "chunk", "embed", "index"} & set(ran)
@@ -149,7 +149,7 @@ def test_make_repro_returns_to_the_default_after_an_experiment(clone):
     assert yaml.safe_load((clone / "params.yaml").read_text())["retrieve"]["ef_search"] == 16
     _make(clone, "repro")
     assert yaml.safe_load((clone / "params.yaml").read_text())["retrieve"]["ef_search"] == 128
-    sh([PY, "-m", "ragrig.cli", "params", "check"], clone)
+    sh([PY, "-m", "ragrig", "params", "check"], clone)
     lock = yaml.safe_load((clone / "dvc.lock").read_text())
     assert lock["stages"]["retrieve"]["params"]["params.yaml"]["retrieve"]["ef_search"] == 128
     assert "Data and pipelines are up to date" in sh(["dvc", "status"], clone).stdout
@@ -167,7 +167,7 @@ def test_committed_lock_whose_outputs_are_not_cached_is_refused_before_any_point
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "lock"], ws)
     assert missing_lock_outputs(ws) == ["data/chunk"]
-    proc = sh([PY, "-m", "ragrig.sweep", "prepare"], ws, check=False)
+    proc = sh([PY, "-m", "ragrig", "sweep", "prepare"], ws, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("ragrig sweep: error: the committed dvc.lock names outputs")
     assert "(data/chunk)" in proc.stderr and "git rm --cached dvc.lock" in proc.stderr

@@ -111,8 +111,8 @@ def test_sources_lists_every_committed_document_with_its_checksum():
 
 
 def test_choosing_dataset_docs_chooses_what_documents_need_and_the_command_line_wins():
-    from ragrig.config import validate_all
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
+    from ragrig.core.config import validate_all
 
     conf = PROJECT / "conf"
     cfg = validate_all(compose(conf, ["dataset=docs"]))
@@ -149,8 +149,8 @@ def test_every_judgment_names_a_section_of_the_docling_conversion(monkeypatch):
     section covers its subsections, an empty one the whole file."""
     if not DOCLING_DOCS.is_dir():
         pytest.skip(f"{DOCLING_DOCS} not present")
-    from ragrig.config import validate_all
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
+    from ragrig.core.config import validate_all
     from ragrig.parse import make_parser
 
     monkeypatch.chdir(PROJECT)  # the golden folder and the committed documents are relative

@@ -130,8 +130,8 @@ def test_label_page_rates_saves_and_restores_in_chromium(tmp_path):
     """The rating page of `ragrig label` used as a person would: two answers rated by clicks,
     a note typed, "Save labels" clicked; the downloaded labels.jsonl reads back as labels of
     the sampled answers, and a reloaded page keeps the ratings."""
-    from ragrig.label_page import write_label_page
-    from ragrig.labels import answer_sha256, read_labels
+    from ragrig.dataset.label_page import write_label_page
+    from ragrig.dataset.labels import answer_sha256, read_labels
 
     from ._cdp import Chromium
 

@@ -27,7 +27,7 @@ def _ran(ws: Path) -> collections.Counter:
 def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, tiny_run):
     ws = copy_run(tiny_run, tmp_path / "ws")
     (ws / ".ragrig" / "stage_log.jsonl").unlink(missing_ok=True)
-    out = sh([PY, "-m", "ragrig.cli", "label", "--n", "6"], ws).stdout
+    out = sh([PY, "-m", "ragrig", "label", "--n", "6"], ws).stdout
     assert out.startswith("ragrig label: 6 of ")
     sample = [json.loads(x) for x in (ws / "reports/labels/sample.jsonl").read_text().splitlines()]
     assert len(sample) == 6 and (ws / "reports/labels/rate.html").exists()
@@ -60,7 +60,7 @@ def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, 
     assert ppi["file"] == "labels/faithfulness.jsonl"
     assert axis["gate_reads"] == "PPI lower bound" and axis["gate_value"] == ppi["ci_low"]
     assert axis["status"] == ("pass" if ppi["ci_low"] >= 0.85 else "below_floor")
-    gate = sh([PY, "-m", "ragrig.cli", "gate"], ws, check=False)
+    gate = sh([PY, "-m", "ragrig", "gate"], ws, check=False)
     assert "faithfulness with 6 labels: " in gate.stdout
     if axis["status"] == "below_floor":  # a 95% interval over six labels is wide
         assert gate.returncode == 1
@@ -75,8 +75,8 @@ def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, 
     from mlflow.entities import AssessmentSource
     from mlflow.tracking import MlflowClient
 
-    from ragrig.io import read_table
-    from ragrig.labels import read_labels, run_answers
+    from ragrig.core.io import read_table
+    from ragrig.dataset.labels import read_labels, run_answers
 
     uri = f"sqlite:///{ws / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -100,7 +100,7 @@ def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, 
         mlflow.log_feedback(
             trace_id=t.info.trace_id, name="faithful", value=value, source=person, rationale="r"
         )
-    got = sh([PY, "-m", "ragrig.cli", "label", "--from-mlflow", "--labels-out", "h.jsonl"], ws)
+    got = sh([PY, "-m", "ragrig", "label", "--from-mlflow", "--labels-out", "h.jsonl"], ws)
     assert f"2 of {len(gens)} answer traces of run {run.info.run_id} rated by a person" in (
         got.stdout
     )

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig import ui
-from ragrig.report.tracking import log_run, runs_table_url
+from ragrig.tracking import server as ui
+from ragrig.tracking.run import log_run, runs_table_url
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = [
@@ -96,7 +96,7 @@ def test_a_person_labels_an_answer_trace_in_the_ui_and_it_comes_back_as_a_label(
     """The report logs each answer as a trace with the judge's `faithful` feedback; in the MLflow
     UI (real Chromium, real clicks) a person opens the run's traces, adds feedback `faithful` =
     False with a rationale; `human_feedback` (ragrig label --from-mlflow) reads it back."""
-    from ragrig.report.tracking import human_feedback
+    from ragrig.tracking.run import human_feedback
 
     from ._cdp import Chromium
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.errors import ConfigError
-from ragrig.params import compose
+from ragrig.compose.params import compose
+from ragrig.core.errors import ConfigError
 
 PROJECT = Path(__file__).resolve().parents[1]
 CONF = PROJECT / "conf"
@@ -45,7 +45,7 @@ def test_unquoted_path_error_points_to_quoting(overrides: list[str], named: str)
 def test_cli_params_write_unquoted_path_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "params.yaml"
     proc = subprocess.run(
-        [sys.executable, "-m", "ragrig.cli", "params", "write", "dataset.root=/data/my", "set"]
+        [sys.executable, "-m", "ragrig", "params", "write", "dataset.root=/data/my", "set"]
         + ["--conf", str(CONF), "--output", str(out)],
         env={**os.environ, "PYTHONPATH": str(PROJECT / "src")},
         capture_output=True,

@@ -1,4 +1,4 @@
-"""The shared run-cache on S3 (ragrig.remote) against an S3 emulator on 127.0.0.1: a sweep's
+"""The shared run-cache on S3 (ragrig.storage.remote) against an S3 emulator on 127.0.0.1: a sweep's
 points push their stages; a fresh copy of the project pointed at the same remote reproduces a
 point with `dvc exp run --pull` restoring every stage (embed and index not run); a failed point
 pushes nothing; an unreachable endpoint, a missing bucket and refused credentials each fail
@@ -51,7 +51,7 @@ def _local_runs(ws: Path) -> set[str]:
 
 
 def _exp_locks(ws: Path) -> dict[str, dict]:
-    from ragrig.remote import experiment_lock
+    from ragrig.storage.remote import experiment_lock
 
     refs = sh(["git", "for-each-ref", "--format=%(refname)", "refs/exps/"], ws).stdout.split()
     return {r.rsplit("/", 1)[-1]: experiment_lock(ws, r.rsplit("/", 1)[-1]) for r in refs}
@@ -59,8 +59,8 @@ def _exp_locks(ws: Path) -> dict[str, dict]:
 
 def _project(dest: Path) -> Path:
     ws = copy_project(dest)
-    sh([PY, "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([PY, "-m", "ragrig.cli", "params", "write", *BASE], ws)
+    sh([PY, "-m", "ragrig", "init-dvc"], ws)
+    sh([PY, "-m", "ragrig", "params", "write", *BASE], ws)
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "tiny params"], ws)
     return ws
@@ -68,7 +68,7 @@ def _project(dest: Path) -> Path:
 
 def _sweep(ws: Path, env: dict, *args: str, sweep_dir: Path | None = None):
     out = sweep_dir or ws / ".ragrig" / "test-sweep"
-    return sh([PY, "-m", "ragrig.sweep", "--sweep-dir", str(out), *args], ws, env, check=False)
+    return sh([PY, "-m", "ragrig", "sweep", "--sweep-dir", str(out), *args], ws, env, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def swept(tmp_path_factory, s3):  # noqa: F811
 
 
 def test_sweep_pushes_each_points_stages_and_their_outputs(swept, s3):  # noqa: F811
-    from ragrig.remote import run_cache_entries
+    from ragrig.storage.remote import run_cache_entries
 
     keys = s3.keys("ragrig-shared", "cache/")
     remote_runs = {k.removeprefix("cache/") for k in keys if k.startswith("cache/runs/")}
@@ -123,7 +123,7 @@ def test_fresh_copy_reproduces_a_point_from_the_remote_without_computing(
     ws = _project(tmp_path_factory.mktemp("remote") / "b")
     assert not (ws / ".dvc" / "cache").exists()
     env = project_env(s3.env)
-    proc = sh([PY, "-m", "ragrig.cli", "remote", "setup", *_storage(s3, "ragrig-shared")], ws, env)
+    proc = sh([PY, "-m", "ragrig", "remote", "setup", *_storage(s3, "ragrig-shared")], ws, env)
     assert "credentials from the environment" in proc.stdout
     start = time.perf_counter()
     # the point's overrides as the sweep gave them, less the storage ones (not stage params)
@@ -150,12 +150,12 @@ def test_fresh_copy_reproduces_a_point_from_the_remote_without_computing(
 
 
 def test_queue_points_pull_and_push_too(swept, s3):  # noqa: F811
-    """`python -m ragrig.sweep queue`: queued as `dvc exp run --queue --pull`, pushed on success."""
+    """`python -m ragrig sweep queue`: queued as `dvc exp run --queue --pull`, pushed on success."""
     before = set(s3.keys("ragrig-shared", "cache/runs/"))
     n0 = len(_stage_log(swept))
     out = swept / ".ragrig" / "queue-sweep"
     proc = sh(
-        [PY, "-m", "ragrig.sweep", "queue", "-j", "1", "--sweep-dir", str(out), *BASE]
+        [PY, "-m", "ragrig", "sweep", "queue", "-j", "1", "--sweep-dir", str(out), *BASE]
         + [*_storage(s3, "ragrig-shared"), "retrieve.ef_search=24"],
         swept,
         project_env(s3.env),
@@ -217,7 +217,7 @@ def _refused_before_any_point(bare: Path, env: dict, storage: list[str]) -> str:
 
 
 def test_unreachable_endpoint_fails_in_seconds_naming_it(bare, s3):  # noqa: F811
-    from ragrig.remote import RemoteConfig, RemoteError, preflight
+    from ragrig.storage.remote import RemoteConfig, RemoteError, preflight
 
     dead = f"http://127.0.0.1:{free_port()}"
     storage = ["storage=s3", "storage.remote.url=s3://anything/x"]
@@ -254,7 +254,7 @@ def test_wrong_credentials_say_so_without_printing_them(bare):
         line = _refused_before_any_point(bare, env, storage)
         assert "credentials refused" in line and endpoint in line
         assert "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from the environment" in line
-        check = sh([PY, "-m", "ragrig.cli", "remote", "check", *storage], bare, env, check=False)
+        check = sh([PY, "-m", "ragrig", "remote", "check", *storage], bare, env, check=False)
     for text in (line, check.stdout, check.stderr):
         assert secret not in text and "AKIAWRONGKEY000" not in text
     assert check.returncode == 1 and "credentials refused" in check.stderr
@@ -262,8 +262,8 @@ def test_wrong_credentials_say_so_without_printing_them(bare):
 
 def test_killed_point_is_failed_and_pushes_nothing(tmp_path, monkeypatch):
     """A point whose `dvc exp run` is killed (SIGKILL) is a failed point; nothing is pushed."""
-    from ragrig import remote
-    from ragrig.remote import RemoteConfig
+    from ragrig.storage import remote
+    from ragrig.storage.remote import RemoteConfig
     from ragrig.sweep import point as sweep_point
 
     fake = tmp_path / "bin"

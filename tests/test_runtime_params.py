@@ -36,7 +36,7 @@ def _ran(ws: Path, since: int) -> list[str]:
 
 
 def _params(ws: Path, *overrides: str) -> None:
-    sh([sys.executable, "-m", "ragrig.cli", "params", "write", *BASE, *overrides], ws)
+    sh([sys.executable, "-m", "ragrig", "params", "write", *BASE, *overrides], ws)
 
 
 @pytest.mark.full  # make test-all: test_e2e covers a downstream-only rerun

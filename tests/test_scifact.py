@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.data.beir import load_beir
-from ragrig.data.claims import load_claims
+from ragrig.core.config import validate_section
+from ragrig.dataset.beir import load_beir
+from ragrig.dataset.claims import load_claims
 from ragrig.index.sparse import Bm25sIndex
 from ragrig.metrics.ir import mean_measures
 from ragrig.parse import documents_table, queries_table

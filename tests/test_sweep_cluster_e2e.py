@@ -73,7 +73,7 @@ def _sweep(
     out = ws / ".ragrig" / name
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    cmd = [_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args]
+    cmd = [_python(), "-m", "ragrig", "sweep", "--sweep-dir", str(out), *args]
     proc = sh(cmd, ws, env=env, check=False)
     seconds = time.perf_counter() - t0
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -243,7 +243,7 @@ def test_missing_sbatch_fails_before_any_point(ray_ws):
     env = project_env({"PATH": str(BIN) + ":/usr/bin:/bin"})
     assert shutil.which("sbatch", path=env["PATH"]) is None
     proc = subprocess.run(
-        [_python(), "-m", "ragrig.sweep", "hydra/launcher=submitit_slurm", *BASE, *GRID],
+        [_python(), "-m", "ragrig", "sweep", "hydra/launcher=submitit_slurm", *BASE, *GRID],
         cwd=ray_ws,
         env=env,
         capture_output=True,
@@ -266,7 +266,8 @@ def test_killed_worker_is_a_failed_point_and_the_other_runs(ray_ws, ray_cluster)
     cmd = [
         _python(),
         "-m",
-        "ragrig.sweep",
+        "ragrig",
+        "sweep",
         "--no-reuse",
         "--sweep-dir",
         str(out_dir),

@@ -45,7 +45,7 @@ def _runs(ws: Path) -> list:
 def _sweep(ws: Path, *args: str, code: int = 0, name: str = "test-sweep") -> tuple[str, list[dict]]:
     out = ws / ".ragrig" / name
     shutil.rmtree(out, ignore_errors=True)
-    proc = sh([_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *args], ws, check=False)
+    proc = sh([_python(), "-m", "ragrig", "sweep", "--sweep-dir", str(out), *args], ws, check=False)
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout, json.loads((out / "rows.json").read_text())
 
@@ -53,8 +53,8 @@ def _sweep(ws: Path, *args: str, code: int = 0, name: str = "test-sweep") -> tup
 def tiny_sweep_project(root: Path) -> Path:
     """A committed copy of the project with the sweep's base params on the tiny fixture."""
     ws = copy_project(root)
-    sh([_python(), "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE], ws)
+    sh([_python(), "-m", "ragrig", "init-dvc"], ws)
+    sh([_python(), "-m", "ragrig", "params", "write", *BASE], ws)
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "tiny params"], ws)
     return ws
@@ -127,7 +127,7 @@ def test_outside_dataset_root_keeps_its_params_and_parse_is_restored(ws):
     shutil.copytree(FIXTURE, outside)
     root = "../outside/tiny"
     # a plain run with the same overrides: parse computed once, in the workspace
-    sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE, f"dataset.root={root}"], ws)
+    sh([_python(), "-m", "ragrig", "params", "write", *BASE, f"dataset.root={root}"], ws)
     sh(["dvc", "repro", "parse"], ws)
     sh(["git", "checkout", "params.yaml"], ws)
     before = len(_log(ws))

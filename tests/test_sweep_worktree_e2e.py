@@ -118,7 +118,7 @@ def test_worktree_refuses_uncommitted_tracked_changes(ws):
     readme.write_text(text + "\nchanged\n")
     try:
         proc = sh(
-            [_python(), "-m", "ragrig.sweep", "--executor", "worktree", *BASE],
+            [_python(), "-m", "ragrig", "sweep", "--executor", "worktree", *BASE],
             ws,
             check=False,
         )

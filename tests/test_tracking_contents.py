@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ragrig.report.mlflow_run import (
+from ragrig.tracking.contents import (
     ANSWERS_TABLE,
     ENV_PARENT,
     ENV_POINT,
@@ -21,7 +21,7 @@ from ragrig.report.mlflow_run import (
     TAG_SWEEP_POINT,
     VIEW_TAG_PREFIX,
 )
-from ragrig.report.tracking import (
+from ragrig.tracking.run import (
     EXPERIMENT_KIND,
     TAG_EXPERIMENT_KIND,
     ensure_experiment,

@@ -1,6 +1,6 @@
 """MLflow for a team: the tracking store on PostgreSQL, artifacts on S3 (an emulator).
 
-A throwaway PostgreSQL cluster (tests/pg_cluster.py, started with ragrig.postgres as `make
+A throwaway PostgreSQL cluster (tests/pg_cluster.py, started with ragrig.tracking.postgres as `make
 postgres` does) and moto's S3 server. Bad input first (seconds): an unreachable server, a wrong
 password, a missing database, each one line naming it, before anything runs, never printing the
 secret. Then concurrent logging through one `mlflow server` (nothing lost), and a two-point sweep
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from ragrig import ui
-from ragrig.errors import ServiceError
+from ragrig.core.errors import ServiceError
 from ragrig.metrics.aggregate import flatten
-from ragrig.report.stores import preflight, sqlalchemy_uri
-from ragrig.report.tracking import configure
+from ragrig.tracking import server as ui
+from ragrig.tracking.run import configure
+from ragrig.tracking.stores import preflight, sqlalchemy_uri
 
 from .conftest import copy_project, project_env, sh
 from .pg_cluster import postgres  # noqa: F401
@@ -112,7 +112,7 @@ def test_local_server_on_a_taken_port_says_so(postgres, tmp_path):  # noqa: F811
     import socket
     import tempfile
 
-    from ragrig.postgres import Cluster
+    from ragrig.tracking.postgres import Cluster
 
     base = Path(tempfile.mkdtemp(prefix="ragrig-pg-taken-"))
     base.chmod(0o755)
@@ -133,8 +133,8 @@ def test_local_server_on_a_taken_port_says_so(postgres, tmp_path):  # noqa: F811
 
 
 def test_password_in_the_uri_is_refused_without_echoing_it():
-    from ragrig.errors import ConfigError
-    from ragrig.params import compose, validate_composition
+    from ragrig.compose.params import compose, validate_composition
+    from ragrig.core.errors import ConfigError
 
     from .conftest import PROJECT
 
@@ -154,8 +154,8 @@ def test_postgres_start_prints_a_uri_without_the_password(monkeypatch, capsys):
     import argparse
     import tempfile
 
-    from ragrig.config import validate_section
-    from ragrig.postgres import bin_dir, cmd_postgres
+    from ragrig.core.config import validate_section
+    from ragrig.tracking.postgres import bin_dir, cmd_postgres
 
     if bin_dir() is None:
         if os.environ.get("CI", "").lower() == "true":
@@ -207,9 +207,9 @@ def test_s3_artifact_location_problems_are_named(s3, monkeypatch):  # noqa: F811
 
 
 def test_store_uris_and_artifact_locations(tmp_path, monkeypatch):
-    from ragrig.report.mlflow_run import params_hash
-    from ragrig.report.stores import redact
-    from ragrig.report.tracking import artifact_location, tracking_uri
+    from ragrig.tracking.contents import params_hash
+    from ragrig.tracking.run import artifact_location, tracking_uri
+    from ragrig.tracking.stores import redact
 
     pg = "postgresql://ragrig@db.example:5433/ragrig"
     assert tracking_uri(pg, tmp_path) == "postgresql+psycopg2://ragrig@db.example:5433/ragrig"
@@ -243,8 +243,8 @@ def _python() -> str:
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> Path:
     ws = copy_project(tmp_path_factory.mktemp("pgsweep") / "proj")
-    sh([_python(), "-m", "ragrig.cli", "init-dvc"], ws)
-    sh([_python(), "-m", "ragrig.cli", "params", "write", *BASE], ws)
+    sh([_python(), "-m", "ragrig", "init-dvc"], ws)
+    sh([_python(), "-m", "ragrig", "params", "write", *BASE], ws)
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "tiny params"], ws)
     return ws
@@ -274,7 +274,7 @@ def test_sweep_refuses_an_unreachable_store_before_any_point(ws, postgres, s3): 
         shutil.rmtree(out, ignore_errors=True)
         started = time.monotonic()
         proc = sh(
-            [_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *BASE, *overrides]
+            [_python(), "-m", "ragrig", "sweep", "--sweep-dir", str(out), *BASE, *overrides]
             + ["retrieve.ef_search=16,64"],
             ws,
             env=_env(postgres, s3, **extra),
@@ -295,8 +295,8 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from ragrig.report.mlflow_run import RunContents
-    from ragrig.report.tracking import log_contents
+    from ragrig.tracking.contents import RunContents
+    from ragrig.tracking.run import log_contents
 
     uri, worker, n_runs, n_metrics, start_at, folder = sys.argv[1:7]
     worker, n_runs, n_metrics = int(worker), int(n_runs), int(n_metrics)
@@ -481,7 +481,7 @@ def test_two_point_sweep_to_postgres_and_s3_read_back_through_the_server(
     s3.bucket(BUCKET)
     out = tmp_path / "sweep"
     proc = sh(
-        [_python(), "-m", "ragrig.sweep", "--sweep-dir", str(out), *BASE]
+        [_python(), "-m", "ragrig", "sweep", "--sweep-dir", str(out), *BASE]
         + _team(uri, s3, "team")
         + ["retrieve.ef_search=16,64"],
         ws,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.report.tracking import artifact_location, ensure_experiment, log_run
+from ragrig.tracking.run import artifact_location, ensure_experiment, log_run
 
 from .conftest import project_env
 
@@ -128,10 +128,10 @@ def test_experiment_gets_absolute_artifact_location_beside_the_store(tmp_path):
     assert artifact_location("http://127.0.0.1:5000") is None
 
 
-ENSURE = "import sys; from ragrig.report.tracking import ensure_experiment; print(ensure_experiment(sys.argv[1], 'ragrig'))"
+ENSURE = "import sys; from ragrig.tracking.run import ensure_experiment; print(ensure_experiment(sys.argv[1], 'ragrig'))"
 # whole reports logged at once into a store that does not exist yet (parallel sweep points)
 LOG = (
-    "import sys; from pathlib import Path; from ragrig.report.tracking import log_run, "
+    "import sys; from pathlib import Path; from ragrig.tracking.run import log_run, "
     "ensure_experiment; log_run(sys.argv[1], 'ragrig', {'a': 1}, {'m': 1.0}, [], Path('.'), "
     "environ={}); print(ensure_experiment(sys.argv[1], 'ragrig'))"
 )

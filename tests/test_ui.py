@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from ragrig import ui
-from ragrig.cli import experiment_table_url
+from ragrig.cli.app import experiment_table_url
+from ragrig.tracking import server as ui
 
 
 def _free_port() -> int:
@@ -113,7 +113,7 @@ def test_port_probe_accepts_a_port_left_in_time_wait() -> None:
 
 
 def test_port_in_use_is_one_clear_line(tmp_path, monkeypatch, capsys) -> None:
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     monkeypatch.chdir(tmp_path)
     with socket.socket() as busy:
@@ -139,7 +139,7 @@ def test_make_ui_takes_a_port() -> None:
         text=True,
         check=True,
     ).stdout
-    assert "ragrig.cli ui start --port 5123" in out
+    assert "ragrig ui start --port 5123" in out
 
 
 def test_make_ui_takes_the_store_overrides() -> None:
@@ -155,8 +155,8 @@ def test_make_ui_takes_the_store_overrides() -> None:
         text=True,
         check=True,
     ).stdout
-    assert "ragrig.cli ui start report/mlflow=team --port 5123" in out
-    from ragrig.cli import build_parser
+    assert "ragrig ui start report/mlflow=team --port 5123" in out
+    from ragrig.cli.app import build_parser
 
     ns = build_parser().parse_args(["ui", "start", "report/mlflow=team", "--port", "5123"])
     assert ns.overrides == ["report/mlflow=team"] and ns.port == 5123

@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.generate import Generation, generate_all
 from ragrig.generate.prompt import VERDICT_GRAMMAR, VERDICT_SYSTEM_PROMPT, chat_messages
 from ragrig.metrics.answers import (

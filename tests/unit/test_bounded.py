@@ -1,4 +1,4 @@
-"""ragrig.bounded: an object in a child process, each call bounded by a timeout that stops it."""
+"""ragrig.runtime.bounded: an object in a child process, each call bounded by a timeout that stops it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragrig.bounded import BoundedWorker, RemoteError
+from ragrig.runtime.bounded import BoundedWorker, RemoteError
 
 
 def _module_worker(name: str, method: str, timeout_s: float = 10.0) -> BoundedWorker:
@@ -71,7 +71,7 @@ def test_a_child_whose_parent_is_killed_ends_itself(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(
         "import importlib\n"
-        "from ragrig.bounded import BoundedWorker\n"
+        "from ragrig.runtime.bounded import BoundedWorker\n"
         "if __name__ == '__main__':\n"
         "    w = BoundedWorker(importlib.import_module, ('time',), method='sleep', timeout_s=120)\n"
         "    w._start()\n"

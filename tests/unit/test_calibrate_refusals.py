@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.calibrate.mtrag import load_mtrag_human
-from ragrig.calibrate.refusals import (
+from ragrig.core.errors import DataValidationError
+from ragrig.tools.calibrate.mtrag import load_mtrag_human
+from ragrig.tools.calibrate.refusals import (
     answerability_label,
     detection,
     judge_reference_answers,
     load_reference_answers,
 )
-from ragrig.errors import DataValidationError
 
 from ..conftest import PROJECT, SHARED
 
@@ -66,8 +66,8 @@ def test_reference_answers_loader_reads_the_fixture():
 
 
 def test_overlap_judge_refusal_detection_on_the_fixture():
-    from ragrig.calibrate import load_judge_config
     from ragrig.judge import make_judge
+    from ragrig.tools.calibrate import load_judge_config
 
     judge = make_judge(load_judge_config(PROJECT, "overlap"))
     answers, _ = load_reference_answers(TASKS)
@@ -147,7 +147,7 @@ def test_rated_file_answerability_unknown_is_an_error_and_absent_is_counted(tmp_
 
 
 def test_calibration_report_has_refusal_detection_per_judge(tmp_path, monkeypatch, capsys):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     from .test_calibration import _project
 

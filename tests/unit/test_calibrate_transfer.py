@@ -1,16 +1,16 @@
-"""The transfer check of `ragrig calibrate` (ragrig.calibrate.transfer): leave one domain or
+"""The transfer check of `ragrig calibrate` (ragrig.tools.calibrate.transfer): leave one domain or
 responder out, fit on the others, decide the held-out one."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragrig.calibrate import core, transfer
-from ragrig.calibrate.baselines import NaiveOverlap
-from ragrig.calibrate.mtrag import load_mtrag_human
 from ragrig.judge import make_judge
 from ragrig.judge.config import AnswerModelConfig
 from ragrig.judge.extractive import features, fit_answer_model
+from ragrig.tools.calibrate import core, transfer
+from ragrig.tools.calibrate.baselines import NaiveOverlap
+from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
 from .test_calibration import TINY
 
@@ -21,7 +21,7 @@ def rated():
 
 
 def _judge_scorer(model=None):
-    from ragrig.calibrate import load_judge_config
+    from ragrig.tools.calibrate import load_judge_config
 
     from ..conftest import PROJECT
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.calibrate import core, write_decision_threshold
-from ragrig.calibrate.baselines import NaiveOverlap
-from ragrig.calibrate.config import CalibrateConfig, load_calibrate_config
-from ragrig.calibrate.mtrag import load_mtrag_human
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.metrics import calibration as M
+from ragrig.tools.calibrate import core, write_decision_threshold
+from ragrig.tools.calibrate.baselines import NaiveOverlap
+from ragrig.tools.calibrate.config import CalibrateConfig, load_calibrate_config
+from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
 from ..conftest import PROJECT, SHARED
 
@@ -418,7 +418,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsys):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     root = _project(tmp_path)
     monkeypatch.chdir(root)
@@ -485,7 +485,7 @@ def test_ragrig_calibrate_end_to_end_on_the_fixture(tmp_path, monkeypatch, capsy
 
 
 def test_ragrig_calibrate_bad_file_is_one_error_line(tmp_path, monkeypatch, capsys):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     root = _project(tmp_path)
     data = json.loads(TINY.read_text())

@@ -55,7 +55,7 @@ def _list_and_table(parsed, unit="file"):
 
 
 def test_hybrid_uses_the_packaged_tokenizer_never_the_hub():
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     chunker = HybridDoclingChunker(MINILM, 64)
     hf = chunker.chunker.tokenizer

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from ragrig.core.text import sentence_spans, split_sentences
 from ragrig.judge import InvalidVerdict, Verdict
 from ragrig.judge import entities as ent
 from ragrig.judge.overlap import OverlapJudge, claim_negations, negation_scopes
 from ragrig.judge.refusal import is_refusal, split_refusal
-from ragrig.text import sentence_spans, split_sentences
 
 # --- sentence segmentation -------------------------------------------------------------------
 
@@ -379,7 +379,7 @@ class _Lossy:
     ],
 )  # fmt: skip
 def test_text_the_segmenter_drops_is_kept(monkeypatch, segments, expected):
-    import ragrig.text as text_mod
+    import ragrig.core.text as text_mod
 
     monkeypatch.setattr(text_mod, "_segmenter", lambda: _Lossy(segments))
     text_mod.sentence_spans.cache_clear()
@@ -390,7 +390,7 @@ def test_text_the_segmenter_drops_is_kept(monkeypatch, segments, expected):
 
 
 def test_long_text_is_segmented_in_blocks_with_the_same_sentences() -> None:
-    from ragrig.text import SEGMENT_BLOCK_CHARS, _blocks, sentence_spans
+    from ragrig.core.text import SEGMENT_BLOCK_CHARS, _blocks, sentence_spans
 
     sentence = "Aspirin reduces the risk of stroke in 42 adults (Smith et al. 1988) [1]. "
     text = sentence * 20_000  # 1.5 MB
@@ -408,7 +408,7 @@ def test_judging_cost_is_linear_in_answer_length() -> None:
     """pySBD alone is quadratic: 4x the text took 11x the time before block segmentation."""
     import time
 
-    from ragrig.text import sentence_spans
+    from ragrig.core.text import sentence_spans
 
     base = "Aspirin reduces the risk of heart attack in 42 adults [1]. Smith studied it in 1988. "
 

@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from ragrig.cli import main
-from ragrig.io import write_table
+from ragrig.cli.app import main
+from ragrig.core.io import write_table
 from ragrig.metrics.trec import write_trec_qrels, write_trec_run
 
 

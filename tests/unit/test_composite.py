@@ -9,10 +9,10 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import load_params, validate_section
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.compose.params import validate_composition
+from ragrig.core.config import load_params, validate_section
+from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.judge.composite import composite, renormalised
-from ragrig.params import validate_composition
 from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.report.summary import composite_line
 

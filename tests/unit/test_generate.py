@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError, SchemaError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError, SchemaError
 from ragrig.generate import (
     Generation,
     assemble_contexts,

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.generate import REDACTED, generate_all, make_generator
 
 CONTEXT = ["Mars has two moons, Phobos and Deimos.", "Curiosity landed on Mars in 2012."]

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.generate import Request, make_generator
 from ragrig.generate.prompt import VERDICT_LABELS, read_completion
 from ragrig.generate.torch_gguf import CACHE_ENV, TorchGgufGenerator, gguf_cache_dir, load_gguf
-from ragrig.models import resolve_model
+from ragrig.weights.models import resolve_model
 from tests.conftest import PROJECT
 
 CONTEXT = [

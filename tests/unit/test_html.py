@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from ragrig import cli
-from ragrig.errors import DataValidationError
+from ragrig.cli import app as cli
+from ragrig.core.errors import DataValidationError
 from ragrig.metrics.bootstrap import bootstrap_ci
 from ragrig.report.html import (
     SWEEP_METRICS,

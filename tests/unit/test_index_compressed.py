@@ -6,8 +6,8 @@ import faiss
 import numpy as np
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.index.dense import (
     build_flat,
     build_hnsw,

@@ -1,4 +1,4 @@
-"""People's labels of a run's judged answers (ragrig.labels, ragrig.label_page, `ragrig
+"""People's labels of a run's judged answers (ragrig.dataset.labels, ragrig.dataset.label_page, `ragrig
 label`): the stratified sample, the labels file and every way it can be wrong."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig import labels as L
-from ragrig.io import write_table
-from ragrig.schemas import SCHEMAS
+from ragrig.core.io import write_table
+from ragrig.core.schemas import SCHEMAS
+from ragrig.dataset import labels as L
 
 DEFAULTS = {"str": "", "int": 0, "float": 0.0, "bool": False, "float?": None}
 
@@ -195,7 +195,7 @@ def test_unreadable_labels(tmp_path):
 
 
 def test_ragrig_label_command(tmp_path, monkeypatch, capsys):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     fake_run(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -216,7 +216,7 @@ def test_calibrate_on_the_teams_labels(tmp_path, monkeypatch, capsys):
 
     import yaml
 
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     from ..conftest import PROJECT
 
@@ -257,7 +257,7 @@ def test_calibrate_on_the_teams_labels(tmp_path, monkeypatch, capsys):
     fitted = json.loads((tmp_path / "reports/calibration/labels_calibration.json").read_text())
     written = yaml.safe_load((tmp_path / "conf/judge/overlap.yaml").read_text())
     assert written["weights"] == fitted["weights"]["weights"]  # a valid judge section again
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
 
     validate_section("judge", written)
     # labels of another run: one line, nothing written
@@ -271,7 +271,7 @@ def test_calibrate_on_the_teams_labels(tmp_path, monkeypatch, capsys):
 
 
 def test_fit_weights_finds_the_part_that_ranks_the_labels():
-    from ragrig.calibrate.own_labels import fit_weights, weight_grid
+    from ragrig.tools.calibrate.own_labels import fit_weights, weight_grid
 
     grid = weight_grid()
     assert len(grid) == 55 and all(abs(sum(w.values()) - 1) < 1e-9 for w in grid)

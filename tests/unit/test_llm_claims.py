@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
 from ragrig.judge import judge_all, make_judge
 
 from ..conftest import PROJECT

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
 from ragrig.generate import generate_all, make_generator, note_counts
 from ragrig.judge.llm import make_llm_judge
 from ragrig.llm.http import retry_after_seconds, usage_counts

@@ -13,13 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
+from ragrig.core.schemas import LLM_JUDGE_STATUSES, validate
 from ragrig.generate import REDACTED
 from ragrig.judge import judge_all
 from ragrig.judge.llm import SCHEMA, LLMVerdict, judge_messages, make_llm_judge, parse_verdict
 from ragrig.judge.overlap import OverlapJudge
-from ragrig.schemas import LLM_JUDGE_STATUSES, validate
 
 CONTEXT = ["Mars has two moons, Phobos and Deimos.", "Curiosity landed on Mars in 2012."]
 QUESTION = "How many moons does Mars have?"
@@ -414,7 +414,7 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
 
     import yaml
 
-    from ragrig.io import read_json
+    from ragrig.core.io import read_json
 
     from ..conftest import PROJECT
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragrig.report.mlflow_run import (
+from ragrig.tracking.contents import (
     answers_table,
     changed_params,
     point_param_keys,

@@ -15,8 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig.data.config import DatasetConfig
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
+from ragrig.core.schemas import validate
+from ragrig.dataset.config import DatasetConfig
 from ragrig.parse.docling import (
     DoclingParser,
     FileEntry,
@@ -28,7 +29,6 @@ from ragrig.parse.docling import (
     map_gold,
 )
 from ragrig.parse.docling_worker import ENV_TEST_CRASH, ENV_TEST_HANG
-from ragrig.schemas import validate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DOCS = FIXTURES / "docs"
@@ -385,7 +385,7 @@ def test_stage_writes_elements_docling_json_and_the_report(tmp_path, monkeypatch
 
     import yaml
 
-    from ragrig.io import read_json, read_table
+    from ragrig.core.io import read_json, read_table
 
     project = FIXTURES.parents[1]
     params = yaml.safe_load((project / "params.yaml").read_text())
@@ -446,7 +446,7 @@ def test_data_ensure_accepts_a_documents_dataset(tmp_path):
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["dataset"] = {"name": "docs", "root": str(DOCS), "golden": str(GOLDEN)}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    cmd = [sys.executable, "-m", "ragrig.cli", "data", "ensure", "--params", "params.yaml"]
+    cmd = [sys.executable, "-m", "ragrig", "data", "ensure", "--params", "params.yaml"]
     env = {**os.environ, "PYTHONPATH": str(project / "src")}  # this checkout's ragrig
     ok = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr

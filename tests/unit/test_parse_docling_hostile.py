@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
 from ragrig.parse.docling import (
     FileEntry,
     GoldTarget,
@@ -117,7 +117,7 @@ def test_stage_parses_a_folder_with_hostile_names_and_text(tmp_path, monkeypatch
         sys, "argv", ["parse.py", "--params", str(tmp_path / "params.yaml"), "--out", str(out)]
     )
     wrapper["main"]()
-    from ragrig.io import read_json, read_table
+    from ragrig.core.io import read_json, read_table
 
     manifest = read_json(out / "manifest.json")
     assert manifest["surrogates_replaced"] == {"documents": 0, "file_names": 1, "queries": 1}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragrig import precision as prec
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
+from ragrig.weights import precision as prec
 
 AMX = frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
 AVX2 = frozenset({"avx2", "fma", "sse4_2"})  # an AMD EPYC of the kind seen: no AVX-512 at all
@@ -70,7 +70,7 @@ def test_every_torch_model_defaults_to_auto():
 
 
 def test_precision_tags_for_the_mlflow_run():
-    from ragrig.report.mlflow_run import precision_tags
+    from ragrig.tracking.contents import precision_tags
 
     bf16 = {"requested": "auto", "resolved": "bf16", "cpu": "Xeon", "cpu_bf16_flags": ["amx_bf16"]}
     fp32 = {"requested": "fp32", "resolved": "fp32", "cpu": "Xeon", "cpu_bf16_flags": ["amx_bf16"]}

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragrig.progress import ENV, bar, enabled, track
+from ragrig.core.progress import ENV, bar, enabled, track
 
 
 class Tty(io.StringIO):
@@ -65,7 +65,7 @@ def test_a_caller_turning_the_bar_off_wins_over_a_terminal_and_the_env(monkeypat
 
 
 def test_a_stage_loop_counts_its_queries_on_the_bar(monkeypatch, capsys):
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
     from ragrig.rerank import make_reranker, rerank_run
 
     run = pd.DataFrame(

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
+from ragrig.core.registry import resolve
 from ragrig.generate import GENERATORS, Generation, generate_all
 from ragrig.judge import judge_all, make_judge
 from ragrig.judge.llm import LLMJudge
-from ragrig.registry import resolve
 
 KEY = "canary7Qx2Lm9Rt4Vw8Zp3Nk6"  # the configured secret: only an exact match finds it
 SHAPED = "sk-proj-Zx81Qa0Lmw77Rt"  # a key no backend was given: found by its shape

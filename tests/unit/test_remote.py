@@ -1,4 +1,4 @@
-"""The `storage` section (ragrig.remote) without S3: no stage reads it, no credential fits in
+"""The `storage` section (ragrig.storage.remote) without S3: no stage reads it, no credential fits in
 it, a sweep cannot vary it, and the run-cache paths it pushes are DVC's own."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.errors import ConfigError
-from ragrig.remote import RemoteConfig, RemoteError, for_points, run_cache_entries
+from ragrig.core.errors import ConfigError
+from ragrig.storage.remote import RemoteConfig, RemoteError, for_points, run_cache_entries
 from ragrig.sweep.grid import compose_point
 from ragrig.sweep.plan import StageGraph, stage_keys
 
@@ -45,7 +45,7 @@ def test_no_stage_lists_storage_so_choosing_a_remote_recomputes_nothing():
     ],
 )
 def test_bad_storage_config_is_refused_naming_the_key(key, value, message):
-    from ragrig.config import validate_section
+    from ragrig.core.config import validate_section
 
     with pytest.raises(ConfigError, match="storage") as err:
         validate_section("storage", {"remote": {"url": "s3://b/p", key: value}})
@@ -99,7 +99,8 @@ def _dvc_project(path: Path, monkeypatch) -> Path:
 def test_remote_refuses_credentials_in_the_endpoint_and_writes_nothing(
     action, tmp_path, monkeypatch, capsys
 ):
-    from ragrig import cli, remote
+    from ragrig.cli import app as cli
+    from ragrig.storage import remote
 
     project = _dvc_project(tmp_path, monkeypatch)
     reached = []  # the bucket would answer: only the URL rule stands in the way
@@ -123,7 +124,7 @@ def test_remote_check_cli_refuses_a_secret_in_the_endpoint_in_one_line(tmp_path)
 
     dead = f"https://user:{SECRET}@127.0.0.1:9"  # nothing listens: the secret is the only issue
     proc = subprocess.run(
-        [sys.executable, "-m", "ragrig.cli", "remote", "check", *S3,
+        [sys.executable, "-m", "ragrig", "remote", "check", *S3,
          f"storage.remote.endpoint_url={dead}"],
         cwd=PROJECT,
         env=project_env(),
@@ -140,7 +141,7 @@ def test_remote_check_cli_refuses_a_secret_in_the_endpoint_in_one_line(tmp_path)
 def test_setup_and_messages_never_carry_userinfo_of_an_unvalidated_config(tmp_path, monkeypatch):
     """Defence in depth: a RemoteConfig built without validation is refused by setup before
     anything is written, and the paths messages print hide its credentials."""
-    from ragrig import remote
+    from ragrig.storage import remote
 
     project = _dvc_project(tmp_path, monkeypatch)
     raw = RemoteConfig.model_construct(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.metrics.aggregate import (
     aggregate,
     flatten,
@@ -19,8 +19,8 @@ from ragrig.metrics.aggregate import (
     slice_columns,
 )
 from ragrig.report import ReportInputs, build_report
-from ragrig.report.mlflow_run import flatten_params
-from ragrig.report.tracking import project_root, tracking_uri
+from ragrig.tracking.contents import flatten_params
+from ragrig.tracking.run import project_root, tracking_uri
 
 
 def test_default_slices_keep_the_scifact_buckets():

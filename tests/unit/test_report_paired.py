@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
 from ragrig.metrics.trec import read_trec_qrels, read_trec_run
 from ragrig.report import build_report
 from ragrig.report.paired import rerank_comparison, write_deltas, write_trec_files

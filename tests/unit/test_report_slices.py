@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
 from ragrig.metrics.aggregate import (
     bin_labels,
     quantile_cuts,
@@ -171,7 +171,7 @@ def test_query_counts_scored_unjudged_no_positive_missing():
 
 
 def test_qrels_naming_an_unknown_query_is_an_error():
-    from ragrig.errors import DataValidationError
+    from ragrig.core.errors import DataValidationError
 
     queries = _queries(n_gold=[1])
     qrels = pd.DataFrame({"qid": ["q0", "zz"], "doc_id": ["d1", "d1"], "relevance": [1, 1]})

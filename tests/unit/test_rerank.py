@@ -7,9 +7,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.models import resolve_model
+from ragrig.core.config import validate_section
 from ragrig.rerank import Candidate, make_reranker, rerank_run
+from ragrig.weights.models import resolve_model
 
 
 @pytest.fixture(scope="module")

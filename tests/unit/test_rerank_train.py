@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragrig.config import load_params, validate_section
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.config import load_params, validate_section
+from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.rerank import make_reranker, rerank_run
-from ragrig.rerank_train import data as D
+from ragrig.train_rerank import data as D
 
 PROJECT = Path(__file__).resolve().parents[2]
 TINY = PROJECT / "tests" / "fixtures" / "tiny_beir"
@@ -48,8 +48,8 @@ def sections(root: Path):
 
 
 def test_training_and_evaluated_queries_are_disjoint(train_root):
-    from ragrig.data.beir import load_beir
-    from ragrig.rerank_train.train import load_training_pairs
+    from ragrig.dataset.beir import load_beir
+    from ragrig.train_rerank.train import load_training_pairs
 
     dataset, parse = sections(train_root)
     stats: dict = {}
@@ -68,7 +68,7 @@ def test_training_and_evaluated_queries_are_disjoint(train_root):
 
 
 def test_pairs_have_positives_and_bm25_negatives(train_root):
-    from ragrig.rerank_train.train import load_training_pairs
+    from ragrig.train_rerank.train import load_training_pairs
 
     dataset, parse = sections(train_root)
     pairs, _ = load_training_pairs(tiny_cfg(), dataset, parse)
@@ -88,7 +88,7 @@ def test_evaluating_the_train_split_is_refused(train_root):
 
 
 def test_no_train_split_asks_for_a_pretrained_reranker_or_identity(tmp_path):
-    from ragrig.rerank_train.train import run_stage
+    from ragrig.train_rerank.train import run_stage
 
     dataset, parse = sections(TINY)
     with pytest.raises(DataValidationError) as err:
@@ -101,7 +101,7 @@ def test_no_train_split_asks_for_a_pretrained_reranker_or_identity(tmp_path):
 
 @pytest.fixture(scope="module")
 def trained(train_root, tmp_path_factory) -> tuple[Path, dict]:
-    from ragrig.rerank_train.train import run_stage
+    from ragrig.train_rerank.train import run_stage
 
     dataset, parse = sections(train_root)
     out = tmp_path_factory.mktemp("trained") / "train_rerank"
@@ -109,7 +109,7 @@ def trained(train_root, tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_training_is_deterministic(trained, train_root, tmp_path):
-    from ragrig.rerank_train.train import run_stage, weights_sha256
+    from ragrig.train_rerank.train import run_stage, weights_sha256
 
     out, manifest = trained
     assert manifest["trained"] is True
@@ -173,7 +173,7 @@ def test_shorter_candidate_list_than_depth_is_not_padded(trained):
 
 
 def test_switched_off_output_is_refused_with_its_reason(train_root, tmp_path):
-    from ragrig.rerank_train.train import run_stage
+    from ragrig.train_rerank.train import run_stage
 
     dataset, parse = sections(train_root)
     manifest = run_stage(tiny_cfg(enabled=False), dataset, parse, tmp_path / "off")
@@ -227,7 +227,7 @@ def test_rerank_depth_is_not_a_training_parameter():
 
 
 def test_params_check_asks_for_the_training_stage():
-    from ragrig.params import compose, validate_composition
+    from ragrig.compose.params import compose, validate_composition
 
     with pytest.raises(ConfigError, match="rerank=trained reads the model the train_rerank"):
         validate_composition(compose(PROJECT / "conf", ["rerank=trained"]))
@@ -239,7 +239,7 @@ SCIFACT = PROJECT.parent / "shared" / "datasets" / "scifact"
 
 @pytest.mark.skipif(not (SCIFACT / "qrels" / "train.tsv").exists(), reason="SciFact not present")
 def test_scifact_training_queries_are_disjoint_from_its_test_queries():
-    from ragrig.data.beir import load_qrels, load_queries
+    from ragrig.dataset.beir import load_qrels, load_queries
 
     train = D.training_queries(SCIFACT, "scifact", "train", "test")
     test_qids = set(load_qrels(SCIFACT / "qrels" / "test.tsv"))

@@ -6,7 +6,7 @@ import faiss
 import numpy as np
 import pytest
 
-from ragrig.config import validate_section
+from ragrig.core.config import validate_section
 from ragrig.index.dense import build_flat, build_hnsw, build_ivf
 from ragrig.index.sparse import Bm25sIndex, RankBm25Index
 from ragrig.retrieve import Hits, ann_recall, check_ann, retrieve_all, to_documents
@@ -125,7 +125,7 @@ def test_check_ann_exact_or_absent_dense_index_has_no_table():
 
 
 def test_ivf_rejects_more_lists_than_vectors():
-    from ragrig.errors import ConfigError
+    from ragrig.core.errors import ConfigError
 
     cfg = validate_section(
         "index", {"dense": {"method": "ivf", "nlist": 64}, "sparse": {"method": "bm25s"}}

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.metrics import correctness as corr
 from ragrig.metrics import relevance as rel
 from ragrig.metrics.aggregate import flatten
@@ -594,7 +594,7 @@ def _gate(tmp_path, metrics) -> subprocess.CompletedProcess:
     if metrics is not None:
         path.write_text(metrics if isinstance(metrics, str) else json.dumps(metrics))
     return subprocess.run(
-        [sys.executable, "-m", "ragrig.cli", "gate", "--metrics", str(path)],
+        [sys.executable, "-m", "ragrig", "gate", "--metrics", str(path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -73,7 +73,7 @@ def test_sweep_refuses_a_reserved_parameter_name_before_any_point(tmp_path):
         ["queue", "-j", "2", "dataset=tiny", "+index.dense.size=3"],
     ):
         proc = subprocess.run(
-            [sys.executable, "-m", "ragrig.sweep", *cmd],
+            [sys.executable, "-m", "ragrig", "sweep", *cmd],
             cwd=PROJECT,
             capture_output=True,
             text=True,
@@ -89,7 +89,7 @@ def test_make_exp_refuses_an_unpriced_generator_before_dvc_runs(tmp_path):
     # `make exp ARGS="-S generate=openai_http"` runs `ragrig.sweep prepare -S generate=openai_http`
     # first: the paid model has no price in report.prices, so nothing runs and no call is made
     proc = subprocess.run(
-        [sys.executable, "-m", "ragrig.sweep", "prepare", "-S", "generate=openai_http"],
+        [sys.executable, "-m", "ragrig", "sweep", "prepare", "-S", "generate=openai_http"],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -100,7 +100,7 @@ def test_make_exp_refuses_an_unpriced_generator_before_dvc_runs(tmp_path):
     assert line.startswith("ragrig sweep: error: no price for model 'gpt-4o-mini'")
     assert not (tmp_path / "m.db").exists()
     makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
-    assert "ragrig.sweep prepare $(ARGS)\n\t$(BIN)/dvc exp run $(ARGS)" in makefile
+    assert "ragrig sweep prepare $(ARGS)\n\t$(BIN)/dvc exp run $(ARGS)" in makefile
 
 
 def test_sweep_rows_render_as_the_html_sweep_page(tmp_path):

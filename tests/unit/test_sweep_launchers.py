@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragrig import ray_probe
-from ragrig.ray_probe import PROBE_TIMEOUT_S
+from ragrig.runtime import ray_probe
+from ragrig.runtime.ray_probe import PROBE_TIMEOUT_S
 from ragrig.sweep import SweepError, launchers
 from ragrig.sweep.engine import Progress
 from ragrig.sweep.point import Outcome, Point

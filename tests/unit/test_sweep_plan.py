@@ -20,7 +20,7 @@ from ..conftest import PROJECT
 
 def _sweep(args: list[str], tmp_path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ragrig.sweep", *args],
+        [sys.executable, "-m", "ragrig", "sweep", *args],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -120,7 +120,7 @@ def test_unknown_preset_lists_the_presets():
 
 def _bench_grid_keys() -> list[dict[str, str]]:
     graph = StageGraph.from_dvc_yaml(PROJECT / "dvc.yaml")
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
 
     points = grid(
         [
@@ -199,7 +199,7 @@ def test_points_computing_an_embedding_run_alone_and_the_rest_fan_out():
 
 
 def test_alone_names_only_stages_of_dvc_yaml(tmp_path):
-    from ragrig.sweep.cli import _stages
+    from ragrig.cli.sweep import _stages
 
     assert _stages("none", PROJECT) == frozenset()
     assert _stages("embed, generate", PROJECT) == {"embed", "generate"}

@@ -1,4 +1,4 @@
-"""Text entering ragrig: lone surrogates replaced by U+FFFD and counted (ragrig.text, and each
+"""Text entering ragrig: lone surrogates replaced by U+FFFD and counted (ragrig.core.text, and each
 reader that takes JSON text), integer and number fields read as ASCII digits only."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.errors import DataValidationError
-from ragrig.text import (
+from ragrig.core.errors import DataValidationError
+from ragrig.core.text import (
     replace_surrogates,
     replace_surrogates_in,
     strict_float,
@@ -136,7 +136,7 @@ def test_trec_readers_take_ascii_numbers_only(tmp_path: Path) -> None:
 def test_jsonl_records_are_repaired_counted_and_warned_about_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ragrig.data.beir import Replaced, iter_jsonl
+    from ragrig.dataset.beir import Replaced, iter_jsonl
 
     path = tmp_path / "x.jsonl"
     path.write_text('{"a": "ok"}\n{"a": "\\ud83d", "\\udc00": 1}\n\n{"a": "\\ud800"}\n')
@@ -153,7 +153,7 @@ def test_jsonl_records_are_repaired_counted_and_warned_about_once(
 
 
 def test_verifier_claims_are_repaired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ragrig.verifier.data import read_claims
+    from ragrig.train_verifier.data import read_claims
 
     path = tmp_path / "claims_train.jsonl"
     path.write_text('{"id": 1, "claim": "Aspirin \\ud83d cures."}\n', encoding="utf-8")
@@ -164,7 +164,7 @@ def test_verifier_claims_are_repaired(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_mtrag_human_ratings_are_repaired_and_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ragrig.calibrate.mtrag import load_mtrag_human
+    from ragrig.tools.calibrate.mtrag import load_mtrag_human
 
     data = json.loads(MTRAG_TINY.read_text(encoding="utf-8"))
     assert "surrogates_replaced" not in load_mtrag_human(MTRAG_TINY).counts
@@ -183,7 +183,7 @@ def test_mtrag_human_ratings_are_repaired_and_counted(
 def test_mtrag_reference_answers_are_repaired_and_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ragrig.calibrate.refusals import load_reference_answers
+    from ragrig.tools.calibrate.refusals import load_reference_answers
 
     lines = MTRAG_TASKS.read_text(encoding="utf-8").splitlines()
     rec = json.loads(lines[1])
@@ -204,7 +204,7 @@ def test_a_content_length_that_is_not_ascii_digits_is_no_length(tmp_path: Path, 
     import http.server
     import threading
 
-    from ragrig.data.download import download
+    from ragrig.dataset.download import download
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802

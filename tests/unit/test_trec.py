@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.data.beir import load_beir
-from ragrig.errors import DataValidationError
+from ragrig.core.config import validate_section
+from ragrig.core.errors import DataValidationError
+from ragrig.dataset.beir import load_beir
 from ragrig.index.sparse import Bm25sIndex
 from ragrig.metrics.ir import mean_measures, qrels_from_table, rankings_from_run
 from ragrig.metrics.trec import (

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragrig.cli import main
-from ragrig.errors import ConfigError
-from ragrig.params import compose_yaml
-from ragrig.tune_first_stage import Tuning, load_split, write_choice
+from ragrig.cli.app import main
+from ragrig.compose.params import compose_yaml
+from ragrig.core.errors import ConfigError
+from ragrig.tools.tune_first_stage import Tuning, load_split, write_choice
 
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURE = PROJECT / "tests" / "fixtures" / "tiny_beir"
@@ -127,8 +127,8 @@ def test_write_choice_sets_values_with_train_figures(tmp_path):
 def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
     import numpy as np
 
-    from ragrig.errors import DataValidationError
-    from ragrig.tune_first_stage import build_corpus
+    from ragrig.core.errors import DataValidationError
+    from ragrig.tools.tune_first_stage import build_corpus
 
     params = PARAMS
     documents, _ = load_split(params, "train", _dataset(tmp_path, TEST))
@@ -149,7 +149,7 @@ def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):
 
 
 def test_paired_deltas_of_a_setting_against_itself_are_zero(tmp_path):
-    from ragrig.tune_first_stage import Lanes, build_corpus, paired_deltas
+    from ragrig.tools.tune_first_stage import Lanes, build_corpus, paired_deltas
 
     params = PARAMS
     documents, train = load_split(params, "train", _dataset(tmp_path, TEST))

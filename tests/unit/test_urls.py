@@ -1,4 +1,4 @@
-"""No credentials inside a URL (ragrig.urls): every URL field of the configuration, and
+"""No credentials inside a URL (ragrig.core.urls): every URL field of the configuration, and
 $RAGRIG_MLFLOW_URI, refuses a user:password part, a user part and secret-looking parameters
 with one line naming the field and where the credentials go, never repeating the secret."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragrig.config import validate_section
-from ragrig.errors import ConfigError
-from ragrig.urls import credentials_in, redact, refuse_credentials
+from ragrig.core.config import validate_section
+from ragrig.core.errors import ConfigError
+from ragrig.core.urls import credentials_in, redact, refuse_credentials
 
 SECRET = "s3cr3tPW"
 BAD = f"https://user:{SECRET}@host"
@@ -125,7 +125,7 @@ def test_postgres_tracking_uri_keeps_the_role_refuses_the_password():
 
 
 def test_composed_overrides_are_refused_before_params_are_written(tmp_path):
-    from ragrig.params import compose, validate_composition, write_params
+    from ragrig.compose.params import compose, validate_composition, write_params
 
     from ..conftest import PROJECT
 
@@ -147,7 +147,7 @@ def test_composed_overrides_are_refused_before_params_are_written(tmp_path):
 
 
 def test_ragrig_mlflow_uri_from_the_environment_is_refused(monkeypatch, tmp_path):
-    from ragrig.report.tracking import ENV_URI, tracking_uri
+    from ragrig.tracking.run import ENV_URI, tracking_uri
 
     monkeypatch.setenv(ENV_URI, f"postgresql://ragrig:{SECRET}@h:5433/ragrig")
     with pytest.raises(ConfigError) as err:

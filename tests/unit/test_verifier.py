@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragrig.config import load_params
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.config import load_params
+from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.text import tokenize
 from ragrig.judge import judge_all
 from ragrig.judge.verifier import VerifierJudge, evidence_windows, preselect
 from ragrig.judge.verifier_model import Verifier
-from ragrig.text import tokenize
-from ragrig.verifier import data as D
-from ragrig.verifier.config import TrainVerifierConfig
+from ragrig.train_verifier import data as D
+from ragrig.train_verifier.config import TrainVerifierConfig
 
 PROJECT = Path(__file__).resolve().parents[2]
 TINY = PROJECT / "tests" / "fixtures" / "tiny_beir" / "original"
@@ -131,7 +131,7 @@ def test_rationale_outside_document_is_named(tmp_path):
 
 
 def _ids_texts(path: Path) -> tuple[set[str], set[str]]:
-    from ragrig.data.beir import iter_jsonl
+    from ragrig.dataset.beir import iter_jsonl
 
     recs = [rec for _, rec in iter_jsonl(path)]
     return {str(r["id"]) for r in recs}, {str(r["claim"]).strip().lower() for r in recs}
@@ -147,7 +147,7 @@ def test_training_claims_disjoint_from_evaluated_and_probe_claims(dataset, dropp
 
     import yaml
 
-    from ragrig.verifier.train import held_out_files
+    from ragrig.train_verifier.train import held_out_files
 
     conf = yaml.safe_load((PROJECT / "conf" / "dataset" / f"{dataset}.yaml").read_text())
     conf = conf.get("dataset", conf)  # a dataset file that also chooses other groups: global
@@ -179,7 +179,7 @@ def test_training_claims_disjoint_from_evaluated_and_probe_claims(dataset, dropp
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> tuple[Path, dict]:
-    from ragrig.verifier.train import train
+    from ragrig.train_verifier.train import train
 
     out = tmp_path_factory.mktemp("verifier")
     pairs = D.cap_pairs(tiny_pairs(), TINY_CFG.max_pairs, TINY_CFG.seed)
@@ -187,7 +187,7 @@ def tiny_model(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_training_is_deterministic(tiny_model, tmp_path):
-    from ragrig.verifier.train import train, weights_sha256
+    from ragrig.train_verifier.train import train, weights_sha256
 
     out, manifest = tiny_model
     assert manifest["pairs"] == 12 and sum(manifest["labels"].values()) == 12
@@ -198,8 +198,8 @@ def test_training_is_deterministic(tiny_model, tmp_path):
 
 
 def test_stage_without_training_data_writes_a_reasoned_manifest(tmp_path):
-    from ragrig.config import validate_section
-    from ragrig.verifier.train import run_stage
+    from ragrig.core.config import validate_section
+    from ragrig.train_verifier.train import run_stage
 
     dataset = validate_section("dataset", {"name": "other", "root": str(tmp_path)})
     manifest = run_stage(TINY_CFG, dataset, tmp_path / "out")
@@ -427,8 +427,8 @@ def test_params_carry_the_verifier_section():
 
 
 def test_stage_switched_off_trains_nothing_and_says_why(tmp_path):
-    from ragrig.config import validate_section
-    from ragrig.verifier.train import run_stage
+    from ragrig.core.config import validate_section
+    from ragrig.train_verifier.train import run_stage
 
     dataset = validate_section("dataset", {"name": "tiny", "root": str(TINY.parent)})
     off = TINY_CFG.model_copy(update={"enabled": False})

@@ -240,7 +240,7 @@ def test_metrics_diff_without_a_run_says_so_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("argv", [["exp-show", "--csv", "-A"], ["exp-show"]])
 def test_cli_passes_dvc_options_through_exp_show(argv, monkeypatch):
-    from ragrig import cli
+    from ragrig.cli import app as cli
 
     seen = {}
 

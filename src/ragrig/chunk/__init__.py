@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from ragrig.registry import resolve
+from ragrig.core.registry import resolve
 
 
 class Chunker(Protocol):
@@ -44,7 +44,7 @@ def chunk_documents(
     docling documents at once; any other chunker sees one document's content at a time.
     """
     from ragrig.chunk.structure import Elements, add_pointers
-    from ragrig.progress import track
+    from ragrig.core.progress import track
 
     if hasattr(chunker, "document_spans"):
         all_spans = chunker.document_spans(documents, elements, docling_dir, progress=progress)

@@ -79,7 +79,7 @@ def load_tokenizer(ref: str) -> Any:
 
     from tokenizers import Tokenizer
 
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     path = Path(resolve_model(ref))
     if path.is_dir():

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import NonEmptyStr, Section
+from ragrig.core.config import NonEmptyStr, Section
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 

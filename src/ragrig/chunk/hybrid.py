@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from ragrig.chunk.structure import TABLE_KINDS, list_runs
-from ragrig.errors import RagrigError
+from ragrig.core.errors import RagrigError
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*\Z)", re.S)
 
@@ -49,7 +49,7 @@ def load_hf_tokenizer(ref: str) -> Any:
     """transformers' tokenizer of a packaged model or a local folder (never a hub id)."""
     from transformers import AutoTokenizer
 
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     path = Path(resolve_model(ref))
     if not path.exists():
@@ -90,7 +90,7 @@ class HybridDoclingChunker:
         docling_dir: Path | None,
         progress: bool = True,
     ) -> dict[str, list[tuple[int, int]]]:
-        from ragrig.progress import track
+        from ragrig.core.progress import track
 
         contents = dict(zip(documents["doc_id"], documents["content"], strict=True))
         by_file: dict[str, dict[str, Element]] = {}

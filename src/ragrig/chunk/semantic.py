@@ -158,6 +158,6 @@ class SemanticChunker:
 def load_sentence_model(ref: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
-    from ragrig.models import resolve_model
+    from ragrig.weights.models import resolve_model
 
     return SentenceTransformer(resolve_model(ref), device="cpu")

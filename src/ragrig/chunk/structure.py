@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragrig.errors import SchemaError
+from ragrig.core.errors import SchemaError
 
 ELEMENT_COLUMNS = ("doc_id", "n", "kind", "text", "page", "section", "start", "end", "level")
 TABLE_KINDS = frozenset({"table"})

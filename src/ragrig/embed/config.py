@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import Section
+from ragrig.core.config import Section
 
 # Where dvc.yaml puts the model the train_embed stage trains (relative to the project root).
 TRAINED_MODEL = "data/train_embed/model"
@@ -57,7 +57,7 @@ class EmbedSentenceTransformers(EmbedCommon):
     precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto",
         description="auto: bf16 where the CPU has native bf16 matrix units (AMX or AVX512_BF16), "
-        "else fp32 (ragrig.precision; emulated bf16 is several times slower than fp32); "
+        "else fp32 (ragrig.weights.precision; emulated bf16 is several times slower than fp32); "
         "fp32: the weights as stored; bf16: the encoder's matrix products in "
         "bfloat16 (torch CPU autocast, weights kept fp32; fast where the CPU has avx512_bf16 "
         "or AMX); int8: the Linear layers dynamically quantised to int8 (torch "

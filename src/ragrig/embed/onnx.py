@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ragrig.embed import Prefixed
-from ragrig.models import model_fingerprint, resolve_model, sha256_file
+from ragrig.embed.base import Prefixed
+from ragrig.weights.models import model_fingerprint, resolve_model, sha256_file
 
 
 def tokenizer_file(ref: str) -> Path:

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ragrig.errors import RagrigError
-from ragrig.ray_probe import probe
+from ragrig.core.errors import RagrigError
+from ragrig.runtime.ray_probe import probe
 
 # what an encoder actor needs from the driver's environment (offline models, thread counts)
 _FORWARDED_ENV = (
@@ -51,9 +51,9 @@ class WindowEncoder:
     def __init__(self, cfg: dict[str, Any], table: str, window: int, threads: int):
         import pyarrow.parquet as pq
 
-        from ragrig.config import validate_section
-        from ragrig.embed import make_embedder
-        from ragrig.stage import apply_torch_threads
+        from ragrig.core.config import validate_section
+        from ragrig.embed.base import make_embedder
+        from ragrig.runtime.stage import apply_torch_threads
 
         apply_torch_threads(threads)
         self.embedder = make_embedder(validate_section("embed", cfg), role="passage")

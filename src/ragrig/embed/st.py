@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ragrig.embed import Prefixed
-from ragrig.models import model_fingerprint, resolve_model
-from ragrig.precision import autocast, quantize_linear_int8, resolve_precision
+from ragrig.embed.base import Prefixed
+from ragrig.weights.models import model_fingerprint, resolve_model
+from ragrig.weights.precision import autocast, quantize_linear_int8, resolve_precision
 
 PRECISIONS = ("fp32", "bf16", "int8")
 
@@ -87,7 +87,7 @@ class SentenceTransformerEmbedder(Prefixed):
 def refuse_untrained_folder(model: str) -> None:
     """A train_embed output's model folder (`<out>/model`) that the stage did not write (it was
     off) is refused in one line with the manifest's reason, not looked up on a model hub."""
-    from ragrig.errors import ConfigError
+    from ragrig.core.errors import ConfigError
 
     path = Path(model)
     manifest = path.parent / "manifest.json"

@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from ragrig.core.schemas import GENERATION_FAILED
+
 # every model output and error passes through redact before it is stored
 from ragrig.llm.redact import REDACTED, redact  # noqa: F401  (REDACTED: re-exported)
-from ragrig.schemas import GENERATION_FAILED
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ GENERATORS = {
 
 
 def make_generator(cfg: Any, seed: int, threads: int) -> Generator:
-    from ragrig.registry import resolve
+    from ragrig.core.registry import resolve
 
     return resolve(GENERATORS, cfg.method, "generator").from_config(cfg, seed=seed, threads=threads)
 
@@ -85,7 +86,7 @@ def assemble_contexts(
     Every qid in `qids` is a key (an empty list when the run has no row for it); a chunk id the
     run names but `chunk_text` lacks is a SchemaError naming it.
     """
-    from ragrig.errors import SchemaError
+    from ragrig.core.errors import SchemaError
 
     wanted = run[run["qid"].isin(set(qids))].sort_values(["qid", "rank"], kind="mergesort")
     contexts: dict[str, list[tuple[str, str]]] = {q: [] for q in qids}
@@ -99,7 +100,7 @@ def assemble_contexts(
 
 def citations(answer: str, n_passages: int) -> list[int]:
     """Passage numbers cited, in order of first appearance, kept only if in range."""
-    from ragrig.text import cited_numbers
+    from ragrig.core.text import cited_numbers
 
     seen: list[int] = []
     for n in cited_numbers(answer):
@@ -127,7 +128,7 @@ def note_counts(gens: pd.DataFrame) -> dict[str, int]:
 def _output(text: str, secrets: tuple[str, ...], max_chars: int) -> tuple[str, list[str]]:
     """A model's answer as stored: lone surrogates replaced, secrets redacted, stripped and cut
     at `max_chars`; the notes saying what was done."""
-    from ragrig.text import replace_surrogates
+    from ragrig.core.text import replace_surrogates
 
     notes = []
     text, n = replace_surrogates(text)
@@ -213,7 +214,7 @@ def generate_all(
     like a key redacted (ragrig.llm.redact), lone surrogates replaced, and an answer longer than
     `max_answer_chars` cut there; each repair is a note in `error` (note_counts counts them).
     """
-    from ragrig.progress import bar
+    from ragrig.core.progress import bar
 
     secrets = tuple(getattr(generator, "secrets", ()))
     rows = []

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ragrig.config import NonEmptyStr, RetryWait, Section
+from ragrig.core.config import NonEmptyStr, RetryWait, Section
+from ragrig.core.urls import no_credentials
 from ragrig.generate.prompt import PROMPTS
-from ragrig.urls import no_credentials
 
 
 class _GenerateBase(Section):
@@ -114,7 +114,7 @@ class GenerateTorchGguf(_LocalGguf):
     prefill_precision: Literal["auto", "bf16", "fp32"] = Field(
         "auto",
         description="the prompt's forward pass: bf16 autocast or fp32; auto: bf16 where the CPU "
-        "has native bf16 matrix units (AMX or AVX512_BF16), else fp32 (ragrig.precision)",
+        "has native bf16 matrix units (AMX or AVX512_BF16), else fp32 (ragrig.weights.precision)",
     )
     decode_batch: int = Field(
         16,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragrig.core.text import split_sentences, tokenize
 from ragrig.generate import Generation
-from ragrig.text import split_sentences, tokenize
 
 REFUSAL = "I cannot answer this from the provided passages."
 

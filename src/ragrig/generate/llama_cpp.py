@@ -6,7 +6,7 @@ from typing import Any
 
 from ragrig.generate import Generation
 from ragrig.generate.prompt import VERDICT_GRAMMAR, chat_messages, read_completion
-from ragrig.models import resolve_model
+from ragrig.weights.models import resolve_model
 
 # generate.flash_attn -> llama.cpp's flash_attn_type (None, auto: llama.cpp decides per device)
 FLASH_ATTN = {None: -1, False: 0, True: 1}

@@ -32,8 +32,8 @@ from typing import Any
 
 from ragrig.generate import Generation, Request
 from ragrig.generate.prompt import VERDICT_LABELS, chat_messages, read_completion
-from ragrig.models import resolve_model
-from ragrig.precision import resolve_precision
+from ragrig.weights.models import resolve_model
+from ragrig.weights.precision import resolve_precision
 
 PRECISIONS = ("bf16", "fp32")
 # Where a GGUF file's de-quantized weights and converted tokenizer are kept (load_gguf): this
@@ -48,7 +48,7 @@ def gguf_cache_dir(path: Path) -> Path:
 
     import transformers
 
-    from ragrig.models import sha256_file
+    from ragrig.weights.models import sha256_file
 
     root = (
         os.environ.get(CACHE_ENV)
@@ -84,7 +84,7 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ragrig.io import atomic_dir
+    from ragrig.core.io import atomic_dir
 
     cache = gguf_cache_dir(path)
     if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():

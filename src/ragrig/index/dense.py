@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ragrig.errors import ConfigError
+from ragrig.core.errors import ConfigError
 
 
 def _faiss():

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ragrig.errors import DataValidationError
-from ragrig.text import tokenize
+from ragrig.core.errors import DataValidationError
+from ragrig.core.text import tokenize
 
 
 class Bm25sIndex:

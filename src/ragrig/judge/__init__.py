@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from ragrig.schemas import DEFAULT_VETO, FAILURE_MODES, GENERATION_FAILED
+from ragrig.core.schemas import DEFAULT_VETO, FAILURE_MODES, GENERATION_FAILED
 
 
 class InvalidVerdict(ValueError):
@@ -126,7 +126,7 @@ JUDGES = {
 
 
 def make_judge(cfg: Any) -> Judge:
-    from ragrig.registry import resolve
+    from ragrig.core.registry import resolve
 
     return resolve(JUDGES, cfg.method, "judge").from_config(cfg)
 
@@ -300,8 +300,8 @@ def judge_all(
     0 whenever a hard check of a kind in `veto` (judge.veto, else DEFAULT_VETO) contradicts a
     claim; every finding in `contradictions` (JSON), with the `failure_mode` of an unfaithful
     answer."""
+    from ragrig.core.progress import track
     from ragrig.judge.composite import composite
-    from ragrig.progress import track
 
     weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
     model = getattr(llm, "model_name", "") if llm is not None else ""

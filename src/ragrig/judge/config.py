@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import NonEmptyStr, RetryWait, Section, Seed
-from ragrig.schemas import DEFAULT_VETO
-from ragrig.urls import no_credentials
+from ragrig.core.config import NonEmptyStr, RetryWait, Section, Seed
+from ragrig.core.schemas import DEFAULT_VETO
+from ragrig.core.urls import no_credentials
 
 DEFAULT_MAX_TOKENS = 384
 
@@ -213,7 +213,7 @@ class JudgeVerifier(Section):
     quantize: Literal["auto", "none", "bf16", "int8"] = Field(
         "auto",
         description="auto: bf16 where the CPU has native bf16 matrix units (AMX or "
-        "AVX512_BF16), else none (ragrig.precision); none: fp32; bf16: matrix products in "
+        "AVX512_BF16), else none (ragrig.weights.precision); none: fp32; bf16: matrix products in "
         "bfloat16 under torch's CPU autocast; int8: the verifier's Linear layers dynamically "
         "quantized (both faster on CPU, scores close to fp32, not identical)",
     )

@@ -107,7 +107,7 @@ def _is_marked(word: str) -> bool:
 
 def names(text: str) -> list[str]:
     """Names of `text`, in order, without duplicates (see the module docstring)."""
-    from ragrig.text import split_sentences, strip_citations
+    from ragrig.core.text import split_sentences, strip_citations
 
     out: list[str] = []
     run: list[str] = []
@@ -222,7 +222,7 @@ def opens_clause(name: str, text: str) -> bool:
 
 def check(answer: str, context: str | list[str]) -> EntityCheck:
     """Which names and numbers of `answer` occur in `context` (one text or several passages)."""
-    from ragrig.text import strip_citations
+    from ragrig.core.text import strip_citations
 
     ctx = context if isinstance(context, str) else "\n".join(context)
     answer = _LIST_MARKER.sub("", strip_citations(answer))
@@ -241,7 +241,7 @@ def check(answer: str, context: str | list[str]) -> EntityCheck:
         if " " in name or _is_marked(name):
             return False
         # one plain capitalised word ("Antibiotic overuse ..."): its stem will do ("antibiotics")
-        from ragrig.text import tokenize
+        from ragrig.core.text import tokenize
 
         if ctx_stems is None:
             ctx_stems = set(tokenize([ctx], stopwords="none")[0])

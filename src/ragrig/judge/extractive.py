@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragrig.text import split_sentences, strip_citations, tokenize
+from ragrig.core.text import split_sentences, strip_citations, tokenize
 
 FEATURES = (
     "coverage_1",

@@ -139,7 +139,7 @@ def parse_verdict(content: str) -> LLMVerdict:
 def _parse_verdict(content: str) -> tuple[LLMVerdict, int]:
     """parse_verdict, and how many lone surrogates (JSON escapes such as \\ud83d) its strings
     held, each replaced by U+FFFD."""
-    from ragrig.text import replace_surrogates_in
+    from ragrig.core.text import replace_surrogates_in
 
     text = content.strip()
     if text.startswith("```") and text.endswith("```"):
@@ -226,7 +226,7 @@ class LLMJudge:
         return entry if isinstance(entry, dict) and isinstance(entry.get("content"), str) else None
 
     def _write_cache(self, key: str, entry: dict[str, Any]) -> None:
-        from ragrig.io import atomic_write_text
+        from ragrig.core.io import atomic_write_text
 
         path = self._cache_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -299,7 +299,7 @@ class LLMJudge:
                 self.sleep(wait)
             except Exception as exc:  # counted as error, never raised past the judge
                 return self._failed(ERROR, exc, attempts, t0)
-        from ragrig.text import replace_surrogates
+        from ragrig.core.text import replace_surrogates
 
         try:
             choice = response["choices"][0]
@@ -423,11 +423,11 @@ def llama_chat_model(*args: Any) -> Any:
 
 class _LlamaTransport:
     """The in-process GGUF judge, bounded: the model lives in a child process
-    (ragrig.bounded), so a call past `timeout_s` is stopped and counted as `timeout`; the next
+    (ragrig.runtime.bounded), so a call past `timeout_s` is stopped and counted as `timeout`; the next
     call loads the model again. `cpu_s` counts the child's CPU seconds."""
 
     def __init__(self, cfg: Any):
-        from ragrig.bounded import BoundedWorker
+        from ragrig.runtime.bounded import BoundedWorker
 
         self.worker = BoundedWorker(
             llama_chat_model,
@@ -448,7 +448,7 @@ class _LlamaTransport:
 
 def default_cache_dir(cwd: Path | None = None) -> Path:
     """<project>/.cache/judge, the same folder from inside a DVC temporary experiment copy."""
-    from ragrig.paths import project_root
+    from ragrig.core.paths import project_root
 
     return project_root(cwd or Path.cwd()) / ".cache" / "judge"
 

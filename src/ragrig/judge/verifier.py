@@ -6,7 +6,7 @@ question). For each claim, evidence is pre-selected cheaply: every window of 1..
 sentences of one passage is ranked by the share of the claim's content words it holds, and the
 top `windows_per_claim` are kept, plus, when the best two come from different passages and
 together hold more of the claim than either, their concatenation (a claim drawing on two
-passages). The verifier (`ragrig.verifier`, trained by the train_verifier stage) reads those
+passages). The verifier (`ragrig.train_verifier`, trained by the train_verifier stage) reads those
 pairs, all claims of an answer in one batch, or, after `prefetch(items)` (the judge stage calls
 it with every answer), the pairs of all answers in one length-sorted run, so that batches hold
 pairs of similar length; a claim's P(support) is the maximum over its windows. A claim none of
@@ -26,12 +26,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragrig.core.text import split_sentences, tokenize
 from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import answer_kind
-from ragrig.precision import resolve_precision
-from ragrig.text import split_sentences, tokenize
+from ragrig.weights.precision import resolve_precision
 
 DEFAULT_MODEL = Path("data") / "train_verifier"
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragrig.errors import ConfigError
-from ragrig.precision import autocast, quantize_linear_int8
+from ragrig.core.errors import ConfigError
+from ragrig.weights.precision import autocast, quantize_linear_int8
 
 # The verifier's labels, in the order of its classifier head.
 LABELS = ("SUPPORT", "CONTRADICT", "NOT_ADDRESSED")

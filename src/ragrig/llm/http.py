@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from ragrig.core.text import replace_surrogates_in
 from ragrig.llm.redact import redact
-from ragrig.text import replace_surrogates_in
 
 BODY_CHARS = 300  # of an error response kept in the message, after redaction
 MAX_REDIRECTS = 3
@@ -74,7 +74,7 @@ class CallTimeout(TimeoutError):
 @dataclass(frozen=True)
 class Reply:
     """A parsed JSON object body; `text` the raw body; `repaired` the lone surrogates of its
-    strings replaced by U+FFFD (ragrig.text.replace_surrogates_in)."""
+    strings replaced by U+FFFD (ragrig.core.text.replace_surrogates_in)."""
 
     data: dict[str, Any]
     text: str
@@ -89,7 +89,7 @@ def api_headers(api_key_env: str | None, where: str) -> tuple[dict[str, str], tu
         return headers, ()
     key = os.environ.get(api_key_env)
     if not key:
-        from ragrig.errors import ConfigError
+        from ragrig.core.errors import ConfigError
 
         raise ConfigError(f"{where} names {api_key_env!r}, which is not set")
     headers["Authorization"] = f"Bearer {key}"

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ragrig.errors import ConfigError
+from ragrig.core.errors import ConfigError
 from ragrig.metrics.names import ALL, MISSING, RESERVED_SLICE_NAMES
 
 

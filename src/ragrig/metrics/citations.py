@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragrig.errors import DataValidationError
+from ragrig.core.errors import DataValidationError
 from ragrig.metrics.ir import Qrels, Rankings, per_query
 from ragrig.metrics.names import ALL, MISSING
 

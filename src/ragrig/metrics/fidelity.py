@@ -11,7 +11,7 @@ The converter is docling offline: HTML, DOCX, JATS and Markdown with no model; P
 model-free native pipeline (one text item per line, no layout model, no OCR). Another converter
 (e.g. parse=docling's) can be scored with `score_folder(root, convert=...)`.
 
-    python -m ragrig.cli ingest-fidelity ../shared/datasets/docling_test_docs [--out f.json]
+    python -m ragrig ingest-fidelity ../shared/datasets/docling_test_docs [--out f.json]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragrig.errors import RagrigError
+from ragrig.core.errors import RagrigError
 
 
 def reference_documents(root: Path) -> list[tuple[str, Path, Path]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from ragrig.ranking import check_unique
+from ragrig.core.ranking import check_unique
 
 Qrels = Mapping[str, Mapping[str, int]]
 Rankings = Mapping[str, Sequence[str]]

@@ -9,7 +9,7 @@ for the query (`ragrig.metrics.scorecard.combine`):
   a claim and its gold abstract have a median cosine of 0.59, a BM25-retrieved non-gold
   abstract 0.44, a random abstract 0.09; the defaults (0.1, 0.6) map a random passage to 0, a
   typical gold passage to about 1 and a topically close one to about 0.7.
-* `keyword`: share of the question's content words (`ragrig.text.tokenize`: lower case,
+* `keyword`: share of the question's content words (`ragrig.core.text.tokenize`: lower case,
   stop words out, stemmed) found anywhere in the context.
 * `llm`: the LLM judge's relevance rating, when the judgments carry one.
 * `context`: with qrels, the mean of ranked context precision and context recall. Context

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ragrig.errors import DataValidationError
-from ragrig.io import atomic_write_text
-from ragrig.text import strict_float, strict_int
+from ragrig.core.errors import DataValidationError
+from ragrig.core.io import atomic_write_text
+from ragrig.core.text import strict_float, strict_int
 
 _SPACE = re.compile(r"\s")
 
@@ -88,7 +88,7 @@ def write_trec_qrels(qrels: pd.DataFrame, path: Path) -> None:
 def _lines(path: Path, n_fields: int, kind: str, layout: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of each non-blank line; a line with another field count, or a byte
     that is not UTF-8, raises naming file and line."""
-    from ragrig.io import iter_lines
+    from ragrig.core.io import iter_lines
 
     for n, line in iter_lines(Path(path)):
         if not line.strip():

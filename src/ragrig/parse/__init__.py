@@ -4,284 +4,33 @@ A parser is a backend with `parse(dataset) -> Parsed`. `beir` reads a BEIR-layou
 document-converting parser (e.g. docling for HTML/DOCX/PDF) fills the same documents table.
 """
 
-from __future__ import annotations
+from ragrig.parse.base import META_PREFIX, PARSERS, Parsed, Parser, content_hash, make_parser
+from ragrig.parse.beir import (
+    BeirParser,
+    documents_table,
+    metadata_columns,
+    parse_stats,
+    qrels_table,
+    queries_table,
+    stats_lines,
+    surrogates_line,
+)
+from ragrig.parse.step import console_lines
 
-import hashlib
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
-
-import pandas as pd
-
-from ragrig.data.beir import BeirDataset
-from ragrig.data.claims import UNKNOWN
-
-
-@dataclass(frozen=True)
-class Parsed:
-    documents: pd.DataFrame  # schema "documents"
-    queries: pd.DataFrame  # schema "queries"
-    qrels: pd.DataFrame  # schema "qrels"
-    stats: dict[str, Any] = field(default_factory=dict)  # counts for the manifest (parse_stats)
-    # a document-converting parser's extras: one row per element (schema "elements"), the
-    # DoclingDocument JSON text per file_id, and the per-file parse report
-    elements: pd.DataFrame | None = None
-    docling: dict[str, str] = field(default_factory=dict)
-    report: dict[str, Any] | None = None
-
-
-class Parser(Protocol):
-    def parse(self, dataset: Any) -> Parsed:
-        """Read the configured dataset (a DatasetConfig) into the standard tables."""
-        ...
-
-
-PARSERS = {"beir": "ragrig.parse:BeirParser", "docling": "ragrig.parse.docling:DoclingParser"}
-
-
-def make_parser(cfg: Any) -> Parser:
-    from ragrig.registry import resolve
-
-    return resolve(PARSERS, cfg.method, "parser").from_config(cfg)
-
-
-class BeirParser:
-    """BEIR layout plus, when configured, SciFact-style claim files for per-query labels."""
-
-    def __init__(self, title_separator: str = ". ", empty_text: str = "skip"):
-        self.title_separator = title_separator
-        self.empty_text = empty_text
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> BeirParser:
-        return cls(cfg.title_separator, cfg.empty_text)
-
-    def parse(self, dataset: Any) -> Parsed:
-        from ragrig.data.beir import Replaced, load_beir
-        from ragrig.data.claims import load_claims
-        from ragrig.progress import bar
-
-        root = Path(dataset.root)
-        with bar("parse", _corpus_records(root), "documents") as b:
-            data = load_beir(root, dataset.split, empty_text=self.empty_text, done=b.update)
-        in_claims = Replaced()
-        claims = (
-            load_claims([root / f for f in dataset.claims.files], in_claims)
-            if dataset.claims
-            else None
-        )
-        queries = queries_table(data, claims)
-        stats = parse_stats(data, claims, split=dataset.split)
-        if claims is not None:
-            stats["surrogates_replaced"]["claims"] = in_claims.count
-        return Parsed(
-            documents_table(
-                data, source=f"beir:{dataset.name}", title_separator=self.title_separator
-            ),
-            queries,
-            qrels_table(data),
-            stats,
-        )
-
-
-def _corpus_records(root: Path) -> int | None:
-    """The corpus's record count for the progress bar's total: counted (one more read of the
-    file) only when a bar is drawn; None when unknown (load_beir then names any problem)."""
-    from ragrig.data.beir import count_records, find_corpus
-    from ragrig.errors import DataValidationError
-    from ragrig.progress import enabled
-
-    if not enabled() or not root.is_dir():
-        return None
-    try:
-        return count_records(find_corpus(root))
-    except DataValidationError:
-        return None
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def documents_table(dataset: BeirDataset, source: str, title_separator: str) -> pd.DataFrame:
-    """One row per document; `content` (title + separator + text) is what chunk offsets index."""
-    rows = []
-    for doc_id in sorted(dataset.corpus):
-        rec = dataset.corpus[doc_id]
-        title, text = rec["title"].strip(), rec["text"].strip()
-        content = f"{title}{title_separator}{text}" if title and text else (title or text)
-        rows.append(
-            {
-                "doc_id": doc_id,
-                "title": title,
-                "text": text,
-                "content": content,
-                "source": source,
-                "content_hash": content_hash(content),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-META_PREFIX = "meta_"
-
-
-def metadata_columns(qids: list[str], metadata: dict[str, dict[str, Any]]) -> dict[str, pd.Series]:
-    """One `meta_<field>` column per scalar metadata field, in qid order: numeric when every
-    value is a number (float with NaN where a query lacks it), else text (None where missing)."""
-    fields = sorted({k for meta in metadata.values() for k in meta})
-    cols: dict[str, pd.Series] = {}
-    for name in fields:
-        values = [metadata.get(q, {}).get(name) for q in qids]
-        present = [v for v in values if v is not None]
-        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in present)
-        if numeric:
-            cols[META_PREFIX + name] = pd.Series(
-                values,
-                dtype="float64"
-                if None in values or any(isinstance(v, float) for v in present)
-                else "int64",
-            )
-        else:
-            cols[META_PREFIX + name] = pd.Series(
-                [None if v is None else str(v) for v in values], dtype="object"
-            )
-    return cols
-
-
-def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None) -> pd.DataFrame:
-    """One row per query of the split, with slice attributes (claim label, gold count, length)
-    and one `meta_<field>` column per scalar field of the queries' `metadata` objects."""
-    rows = []
-    for qid in sorted(dataset.queries):
-        text = dataset.queries[qid]
-        n_gold = sum(1 for rel in dataset.qrels.get(qid, {}).values() if rel > 0)
-        if claims is not None and qid in claims:
-            label, evidence = claims[qid]["label"], claims[qid]["evidence"]
-        else:  # no claim files, or a query they do not name: the label is not known
-            label, evidence = UNKNOWN, {}
-        rows.append(
-            {
-                "qid": qid,
-                "text": text,
-                "claim_label": label,
-                "evidence": json.dumps(evidence, sort_keys=True),
-                "n_gold": n_gold,
-                "n_words": len(text.split()),
-            }
-        )
-    table = pd.DataFrame(rows)
-    for name, col in metadata_columns(list(table["qid"]), dataset.query_metadata).items():
-        table[name] = col.to_numpy()
-    return table
-
-
-def qrels_table(dataset: BeirDataset) -> pd.DataFrame:
-    rows = [
-        {"qid": qid, "doc_id": doc_id, "relevance": int(rel)}
-        for qid in sorted(dataset.qrels)
-        for doc_id, rel in sorted(dataset.qrels[qid].items())
-    ]
-    return pd.DataFrame(rows, columns=["qid", "doc_id", "relevance"])
-
-
-def parse_stats(
-    dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None, split: str
-) -> dict[str, Any]:
-    """What parse left out or could not label, counted for the manifest and the console.
-
-    `queries_scored` are the split's queries with at least one positive judgment (the ones
-    retrieval metrics score); `queries_no_positive` are judged but only with grade <= 0;
-    `queries_unjudged` are in queries.jsonl with no judgment in the split at all;
-    `surrogates_replaced` counts the lone surrogates replaced by U+FFFD in each file read.
-    """
-    no_positive = dataset.no_positive
-    empty = set(dataset.empty_documents)
-    judged_empty = [
-        (qid, doc_id, rel)
-        for qid, rels in sorted(dataset.qrels.items())
-        for doc_id, rel in sorted(rels.items())
-        if doc_id in empty
-    ]
-    stats: dict[str, Any] = {
-        "queries_scored": len(dataset.queries) - len(no_positive),
-        "queries_unjudged": len(dataset.unjudged),
-        "queries_no_positive": len(no_positive),
-        "queries_unjudged_in_other_splits": dict(dataset.unjudged_in_other_splits),
-        "empty_text": {
-            "policy": dataset.empty_text,
-            "documents": len(empty),
-            "skipped": len(empty) if dataset.empty_text == "skip" else 0,
-            "doc_ids": sorted(empty)[:20],
-            "judged_documents": len({d for _, d, _ in judged_empty}),
-            "judged_doc_ids": sorted({d for _, d, _ in judged_empty})[:20],
-            "judgments": len(judged_empty),
-            "positive_judgments": sum(1 for _, _, r in judged_empty if r > 0),
-            "queries_affected": len({q for q, _, r in judged_empty if r > 0}),
-        },
-        "split": split,
-        "query_metadata_columns": sorted(
-            META_PREFIX + k for k in {k for m in dataset.query_metadata.values() for k in m}
-        ),
-        "query_metadata_nested_fields": len(dataset.nested_metadata_fields),
-        "surrogates_replaced": dict(dataset.surrogates_replaced),
-    }
-    if claims is not None:
-        stats["claims_unknown"] = sum(1 for q in dataset.queries if q not in claims)
-    return stats
-
-
-def console_lines(parsed: Parsed) -> list[str]:
-    """What the parse stage prints after its counts: the parser's own lines."""
-    if parsed.report is not None:
-        from ragrig.parse.docling import stats_lines as docling_lines
-
-        return docling_lines(parsed.stats, parsed.report)
-    return stats_lines(parsed.stats)
-
-
-def stats_lines(stats: dict[str, Any]) -> list[str]:
-    """Console lines for the counts of `parse_stats` (the ones worth a user's attention)."""
-    split = stats["split"]
-    elsewhere = "".join(
-        f"; {n} judged in {other}"
-        for other, n in stats.get("queries_unjudged_in_other_splits", {}).items()
-        if n
-    )
-    lines = [
-        f"parse: queries: {stats['queries_scored']} scored, "
-        f"{stats['queries_unjudged']} unjudged (in queries.jsonl, no judgment in "
-        f"qrels/{split}.tsv{elsewhere}), {stats['queries_no_positive']} judged with no "
-        "positive judgment"
-    ]
-    e = stats["empty_text"]
-    if e["documents"]:
-        done = "skipped" if e["policy"] == "skip" else "kept with empty content"
-        lines.append(
-            f"parse: {e['documents']} document(s) with empty title and text {done} "
-            f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged"
-            + (f" ({', '.join(e['judged_doc_ids'][:5])})" if e["judged_doc_ids"] else "")
-            + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
-            "query(ies) kept in qrels"
-            + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")
-        )
-    if stats.get("query_metadata_columns"):
-        lines.append(
-            "parse: query metadata as slice columns: " + ", ".join(stats["query_metadata_columns"])
-        )
-    replaced = stats.get("surrogates_replaced", {})
-    if any(replaced.values()):
-        lines.append(surrogates_line(replaced))
-    if stats.get("claims_unknown"):
-        lines.append(
-            f"parse: {stats['claims_unknown']} query(ies) not in the claim files: "
-            f"claim_label {UNKNOWN!r}"
-        )
-    return lines
-
-
-def surrogates_line(replaced: dict[str, int]) -> str:
-    """The console line for lone surrogates replaced, by the file kind they were in."""
-    kinds = ", ".join(f"{kind} {n}" for kind, n in replaced.items() if n)
-    return f"parse: {sum(replaced.values())} lone surrogate(s) replaced by U+FFFD ({kinds})"
+__all__ = [
+    "META_PREFIX",
+    "PARSERS",
+    "BeirParser",
+    "Parsed",
+    "Parser",
+    "console_lines",
+    "content_hash",
+    "documents_table",
+    "make_parser",
+    "metadata_columns",
+    "parse_stats",
+    "qrels_table",
+    "queries_table",
+    "stats_lines",
+    "surrogates_line",
+]

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.config import NonEmptyStr, Section
+from ragrig.core.config import NonEmptyStr, Section
 
 
 class ParseBeir(Section):

@@ -31,9 +31,14 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.errors import DataValidationError, RagrigError
-from ragrig.parse import Parsed, content_hash
-from ragrig.text import replace_surrogates, replace_surrogates_in, strict_int, surrogate_warning
+from ragrig.core.errors import DataValidationError, RagrigError
+from ragrig.core.text import (
+    replace_surrogates,
+    replace_surrogates_in,
+    strict_int,
+    surrogate_warning,
+)
+from ragrig.parse.base import Parsed, content_hash
 
 # file extension -> format name (the worker's INPUT_FORMATS keys)
 EXTENSIONS: dict[str, str] = {
@@ -397,7 +402,7 @@ def map_gold(path: str, section: str, target: GoldTarget, where: str, unit: str)
 def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str, dict[str, int]]:
     """qrels.tsv of a document dataset: `query-id <TAB> path <TAB> section <TAB> relevance`,
     with a header line; a qid's judgment on several rows of one section keeps the highest grade."""
-    from ragrig.io import iter_lines
+    from ragrig.core.io import iter_lines
 
     qrels: dict[str, dict[str, int]] = {}
     first = True
@@ -431,7 +436,7 @@ def load_gold_qrels(qrels_path: Path, target: GoldTarget, unit: str) -> dict[str
 def load_golden(folder: Path, target: GoldTarget, unit: str) -> Any:
     """queries.jsonl + qrels.tsv as a BeirDataset (no corpus): the queries judged in qrels,
     the others counted as unjudged; a qrels query id not in queries.jsonl raises."""
-    from ragrig.data.beir import BeirDataset, Replaced, load_queries, load_query_metadata
+    from ragrig.dataset.beir import BeirDataset, Replaced, load_queries, load_query_metadata
 
     qpath, rpath = folder / "queries.jsonl", folder / "qrels.tsv"
     replaced = Replaced()
@@ -540,7 +545,7 @@ class DoclingParser:
 
     def convert(self, folders: list[Path]) -> list[FileEntry]:
         """List and convert the files; statuses filled in, PDFs without text marked."""
-        from ragrig.progress import bar
+        from ragrig.core.progress import bar
 
         entries = list_files(folders, self.exclude, self.max_bytes)
         with bar("parse", len(entries), "files") as b:
@@ -565,7 +570,7 @@ class DoclingParser:
 
     def assemble(self, entries: list[FileEntry], dataset: Any, folders: list[Path]) -> Parsed:
         """The tables of converted files (after the failure-share check) and the golden set."""
-        from ragrig.parse import parse_stats, qrels_table, queries_table
+        from ragrig.parse.beir import parse_stats, qrels_table, queries_table
 
         check_failures(entries, self.max_failure_share)
         parsed = [e for e in entries if e.status == "parsed"]
@@ -642,7 +647,7 @@ def stats_lines(stats: dict[str, Any], report: dict[str, Any]) -> list[str]:
         lines.append("parse: no golden queries (dataset.golden is not set)")
     replaced = stats.get("surrogates_replaced", {})
     if any(replaced.values()):
-        from ragrig.parse import surrogates_line
+        from ragrig.parse.beir import surrogates_line
 
         lines.append(surrogates_line(replaced))
     return lines

@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 from ragrig.metrics.aggregate import (
     Slices,
     aggregate,
@@ -30,7 +31,6 @@ from ragrig.report.scorecard import (
     slice_scorecard,
 )
 from ragrig.report.views import TOTAL, total_latency
-from ragrig.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class ReportInputs:
     vectors: Vectors | None = None
     # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
     judge_weights: dict[str, float] | None = None
-    # people's labels of the judged answers (ragrig.labels.read_labels: qid -> {"human": 1|0})
+    # people's labels of the judged answers (ragrig.dataset.labels.read_labels: qid -> {"human": 1|0})
     # and the file they came from; None: no labels
     labels: dict[str, dict] | None = None
     labels_file: str | None = None

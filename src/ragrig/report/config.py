@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ragrig.config import NonEmptyStr, Section
+from ragrig.core.config import NonEmptyStr, Section
+from ragrig.core.urls import AWS_ENV, no_credentials, url_type
 from ragrig.metrics.names import RESERVED_SLICE_NAMES
-from ragrig.report.stores import refuse_uri_credentials
-from ragrig.urls import AWS_ENV, no_credentials, url_type
+from ragrig.tracking.stores import refuse_uri_credentials
 
 
 class Price(Section):
@@ -18,7 +18,7 @@ class Price(Section):
     output_per_mtok: float = Field(ge=0)
 
 
-# every URL of the store refuses credentials (ragrig.urls): they go in the environment
+# every URL of the store refuses credentials (ragrig.core.urls): they go in the environment
 TrackingURI = url_type(
     lambda uri: refuse_uri_credentials(uri, "report.mlflow.tracking_uri"), optional=True
 )
@@ -120,7 +120,7 @@ class ScorecardFloor(Section):
 
 
 class LabelsConfig(Section):
-    """People's faithfulness labels of this run's answers (`ragrig label`, ragrig.labels)."""
+    """People's faithfulness labels of this run's answers (`ragrig label`, ragrig.dataset.labels)."""
 
     file: str = Field(
         "labels/faithfulness.jsonl",

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.errors import ConfigError
+from ragrig.core.errors import ConfigError
 from ragrig.metrics.aggregate import cost_usd, quantiles
 from ragrig.report.config import price_hint
 

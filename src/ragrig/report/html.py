@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragrig.errors import DataValidationError
-from ragrig.io import atomic_write_text
+from ragrig.core.errors import DataValidationError
+from ragrig.core.io import atomic_write_text
 from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_key
 from ragrig.report.pareto import pareto_front
 

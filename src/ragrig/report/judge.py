@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.errors import DataValidationError
-from ragrig.schemas import LLM_JUDGE_STATUSES
+from ragrig.core.errors import DataValidationError
+from ragrig.core.schemas import LLM_JUDGE_STATUSES
 
 PARTS = ("claims", "llm", "entity")  # as in ragrig.judge.composite
 LLM_MEASURES = {

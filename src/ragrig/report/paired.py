@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.io import atomic_write_text
+from ragrig.core.io import atomic_write_text
 from ragrig.metrics.deltas import Comparison, compare_runs
 from ragrig.metrics.ir import qrels_from_table, rankings_from_run
 from ragrig.metrics.trec import write_trec_qrels, write_trec_run

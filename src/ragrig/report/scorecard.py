@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragrig.errors import ConfigError, DataValidationError
+from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.schemas import FAILURE_MODES, GENERATION_FAILED
 from ragrig.metrics import correctness as corr
 from ragrig.metrics import relevance as rel
 from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
 from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
-from ragrig.schemas import FAILURE_MODES, GENERATION_FAILED
 
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
@@ -102,7 +102,7 @@ def scorecard_tables(
 ) -> ScorecardTables:
     """Per-query axis values and their parts. `run` is the run the contexts were taken from
     (after rerank): it maps each context chunk to its document."""
-    from ragrig.text import tokenize
+    from ragrig.core.text import tokenize
 
     if cfg.reference_column is not None and cfg.reference_column not in queries.columns:
         raise ConfigError(

@@ -31,7 +31,7 @@ RERANKERS = {
 
 
 def make_reranker(cfg: Any) -> Reranker:
-    from ragrig.registry import resolve
+    from ragrig.core.registry import resolve
 
     return resolve(RERANKERS, cfg.method, "reranker").from_config(cfg)
 
@@ -48,7 +48,7 @@ def rerank_run(
 
     Returns (run, latency). The candidate set per query is identical before and after.
     """
-    from ragrig.progress import track
+    from ragrig.core.progress import track
 
     rows, lat = [], []
     ordered = run.sort_values(["qid", "rank"], kind="mergesort")

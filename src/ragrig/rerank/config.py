@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.core.config import Section
 
 # Where dvc.yaml puts the train_rerank stage's output (relative to the project root).
 TRAINED_OUTPUT = "data/train_rerank"

@@ -55,8 +55,8 @@ class CrossEncoderReranker:
     def __init__(self, model: str, batch_size: int = 16, max_length: int = 256):
         from sentence_transformers import CrossEncoder
 
-        from ragrig.errors import ConfigError
-        from ragrig.models import resolve_model
+        from ragrig.core.errors import ConfigError
+        from ragrig.weights.models import resolve_model
 
         try:
             path = resolve_model(model)
@@ -101,7 +101,7 @@ class TrainedReranker(CrossEncoderReranker):
     def __init__(self, folder: str, batch_size: int = 32, max_length: int | None = None):
         import json
 
-        from ragrig.errors import ConfigError
+        from ragrig.core.errors import ConfigError
 
         manifest_path = Path(folder) / "manifest.json"
         if not manifest_path.is_file():

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragrig.ranking import sort_scores
+from ragrig.core.ranking import sort_scores
 from ragrig.retrieve.fusion import convex, rrf
 
 
@@ -79,8 +79,8 @@ def retrieve_all(
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run the configured method query by query. Returns (final run, lanes, latency)."""
+    from ragrig.core.progress import track
     from ragrig.index.dense import search, set_search_params
-    from ragrig.progress import track
 
     lanes_wanted = lanes_of(cfg.method)
     if "dense" in lanes_wanted:

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.config import Section
+from ragrig.core.config import Section
 
 
 class _RetrieveBase(Section):

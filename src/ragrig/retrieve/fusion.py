@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ragrig.ranking import check_unique, sort_scores
+from ragrig.core.ranking import check_unique, sort_scores
 
 
 def rrf(lanes: Mapping[str, Sequence[str]], k: int = 60) -> list[tuple[str, float]]:

@@ -1,13 +1,13 @@
 """Sweeps through DVC experiments, as lazy in parallel as in sequence.
 
-    python -m ragrig.sweep --multirun retrieve.ef_search=32,64,128 chunk=document,recursive
-    python -m ragrig.sweep --multirun hydra/launcher=joblib ...   # or -j 2: two points at a time
-    python -m ragrig.sweep +experiment=hnsw_sweep                 # a preset of conf/experiment/
-    python -m ragrig.sweep queue -j 2 retrieve.ef_search=32,64,128  # through DVC's queue
-    python -m ragrig.sweep hydra/launcher=ray ...  # points as Ray tasks (or submitit_slurm,
+    python -m ragrig sweep --multirun retrieve.ef_search=32,64,128 chunk=document,recursive
+    python -m ragrig sweep --multirun hydra/launcher=joblib ...   # or -j 2: two points at a time
+    python -m ragrig sweep +experiment=hnsw_sweep                 # a preset of conf/experiment/
+    python -m ragrig sweep queue -j 2 retrieve.ef_search=32,64,128  # through DVC's queue
+    python -m ragrig sweep hydra/launcher=ray ...  # points as Ray tasks (or submitit_slurm,
                                                    # submitit_local): `launchers`
-    python -m ragrig.sweep prepare -S k=v  # the checks a sweep makes first (`make exp`)
-    python -m ragrig.sweep --executor worktree -j 2 ...  # long-lived in-process DVC workers,
+    python -m ragrig sweep prepare -S k=v  # the checks a sweep makes first (`make exp`)
+    python -m ragrig sweep --executor worktree -j 2 ...  # long-lived in-process DVC workers,
                                                          # a git worktree per slot: `inprocess`
 
 Every point is checked and composed before any runs (`grid`), and becomes

@@ -238,7 +238,7 @@ def run_queue(
 ) -> dict[int, Outcome]:
     """Through DVC's experiment queue: batches of points that share no uncomputed stage, each
     batch queued, run `jobs` at a time by `dvc queue start -j`, and waited for."""
-    from ragrig import remote as shared
+    from ragrig.storage import remote as shared
 
     outcomes: dict[int, Outcome] = {}
     if not points:
@@ -298,8 +298,8 @@ def outcomes_names(outcomes: dict[int, Outcome], names: dict[str, int]) -> set[s
 
 
 def base_env(project: Path, uri: str | None) -> dict[str, str]:
-    from ragrig.report.tracking import ENV_URI, tracking_uri
-    from ragrig.stage import ENV_STAGE_LOG, stage_log_path
+    from ragrig.runtime.stage import ENV_STAGE_LOG, stage_log_path
+    from ragrig.tracking.run import ENV_URI, tracking_uri
 
     env = dict(os.environ)
     env.setdefault(ENV_URI, uri or tracking_uri(None, project))
@@ -318,8 +318,8 @@ def sweep(
     alone: frozenset[str] = ALONE_STAGES,
 ) -> int:
     """Run a sweep; return the number of failed points (the exit code, capped at 125)."""
-    from ragrig.report.tracking import configure
     from ragrig.sweep.runs import ParentRun, now_ms, run_metrics
+    from ragrig.tracking.run import configure
 
     stream = stream or sys.stdout
     sweep_dir = sweep_dir or project / ".ragrig" / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -338,7 +338,7 @@ def sweep(
         check_clean(project)
     check_lock_outputs(project)
     points, swept = plan(project, overrides)
-    from ragrig import remote as shared
+    from ragrig.storage import remote as shared
 
     remote = shared.for_points([p.cfg for p in points])
     if remote is not None:  # one line naming the endpoint or bucket, before any point runs
@@ -424,7 +424,7 @@ def sweep(
             name = o.experiment or experiment_name(o.log)
             metrics = experiment_metrics(project, name) if name else {}
         if parent is not None and o.ok:
-            from ragrig.report.mlflow_run import params_hash
+            from ragrig.tracking.contents import params_hash
 
             run = parent.child(p.label, params_hash(p.cfg), since)
             metrics = metrics or run_metrics(run)

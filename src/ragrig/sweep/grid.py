@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ragrig.errors import RagrigError
+from ragrig.core.errors import RagrigError
 
 CONF_DIR = Path.cwd() / "conf"
 _PLAIN = re.compile(r"[A-Za-z0-9_./:+@-]*")
@@ -151,7 +151,7 @@ def _check_groups(point: list[str], conf_dir: Path | None = None) -> list[str]:
 
 def check_overrides(point: list[str], conf_dir: Path | None = None) -> None:
     """Refuse an unknown config group option or an unknown key, naming the valid ones."""
-    from ragrig.params import compose
+    from ragrig.compose.params import compose
 
     keys = _check_groups(point, conf_dir)
     if not keys:
@@ -176,7 +176,7 @@ def compose_point(point: list[str], conf_dir: Path | None = None) -> dict[str, A
     """Check, compose and validate one point's config exactly as `dvc exp run -S` will."""
     from hydra.errors import HydraException
 
-    from ragrig.params import compose, validate_composition
+    from ragrig.compose.params import compose, validate_composition
 
     _check_groups(point, conf_dir)
     try:

@@ -265,7 +265,7 @@ def _warm_up(slot: Path) -> None:
     import yaml
     from dvc.repo import Repo
 
-    from ragrig.params import compose_yaml, validate_composition
+    from ragrig.compose.params import compose_yaml, validate_composition
 
     memoize_yaml_parsing()
     # Hydra's first composition initialises it, the first validation imports the config models
@@ -291,7 +291,7 @@ def run_in_slot(
 ) -> tuple[bool, float, str | None, str | None]:
     """One point in this process's slot: (ok, seconds, error, experiment name). Output (DVC's
     and the stages') goes to `log`."""
-    from ragrig.params import write_params
+    from ragrig.compose.params import write_params
 
     slot = slot or _SLOT
     if slot is None:

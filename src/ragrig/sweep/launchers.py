@@ -1,8 +1,8 @@
 """Sweep points on a cluster through Hydra's published launcher plugins.
 
-    python -m ragrig.sweep hydra/launcher=ray retrieve.ef_search=16,64        # a local Ray cluster
-    python -m ragrig.sweep hydra/launcher=ray hydra.launcher.ray.init.address=auto ...
-    python -m ragrig.sweep hydra/launcher=submitit_slurm hydra.launcher.partition=cpu ...
+    python -m ragrig sweep hydra/launcher=ray retrieve.ef_search=16,64        # a local Ray cluster
+    python -m ragrig sweep hydra/launcher=ray hydra.launcher.ray.init.address=auto ...
+    python -m ragrig sweep hydra/launcher=submitit_slurm hydra.launcher.partition=cpu ...
 
 The launcher is Hydra's own (`hydra-ray-launcher`: each point a Ray task; `hydra-submitit-launcher`:
 each point a SLURM job, or a local process with `submitit_local`), configured from
@@ -86,8 +86,8 @@ def compose(project: Path, overrides: list[str], sweep_dir: Path) -> tuple[Any, 
 
 def probe_ray(address: Any) -> None:
     """Fail in seconds, naming the address, when the configured Ray cluster cannot be reached."""
-    from ragrig.errors import ServiceError
-    from ragrig.ray_probe import probe
+    from ragrig.core.errors import ServiceError
+    from ragrig.runtime.ray_probe import probe
 
     try:
         probe(address, "hydra.launcher.ray.init.address")

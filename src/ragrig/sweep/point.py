@@ -45,9 +45,9 @@ def error_lines(log: Path, n: int = 3) -> str:
 
 def run_point(point: Point, project: Path, env: dict[str, str], log: Path) -> Outcome:
     """One point as `dvc exp run --temp -S ...`, its output in `log`. With a shared run-cache
-    (`storage=s3`, ragrig.remote) the point pulls what it can restore first (`--pull`) and, only
+    (`storage=s3`, ragrig.storage.remote) the point pulls what it can restore first (`--pull`) and, only
     if it succeeds, pushes its experiment's stages after."""
-    from ragrig import remote as shared
+    from ragrig.storage import remote as shared
 
     remote = shared.prepare_point(point.cfg, project, env)
     # parallel points take the repository's lock in turn (stash, set-up, collecting the
@@ -89,7 +89,7 @@ def experiment_metrics(project: Path, name: str) -> dict[str, float]:
     import json
 
     from ragrig.metrics.aggregate import flatten
-    from ragrig.remote import RemoteError, experiment_lock
+    from ragrig.storage.remote import RemoteError, experiment_lock
 
     try:
         stages = experiment_lock(project, name).get("stages") or {}

@@ -98,7 +98,7 @@ def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
     """Checks and set-up done once before any sweep point starts: the committed dvc.lock, every
     point's config, the dataset root links, the MLflow store and experiment (created once, so
     parallel points never race on a new store's schema). Returns the tracking URI."""
-    from ragrig.report.tracking import configure, ensure_experiment
+    from ragrig.tracking.run import configure, ensure_experiment
 
     check_lock_outputs(project)
     cfgs = [compose_point(p) for p in grid(overrides or [])]

@@ -37,7 +37,7 @@ def row(
 
 
 def write_rows(rows: list[dict[str, Any]], sweep_dir: Path) -> Path:
-    from ragrig.io import atomic_write_text
+    from ragrig.core.io import atomic_write_text
 
     out = sweep_dir / "rows.json"
     atomic_write_text(out, json.dumps(rows, indent=2, sort_keys=True) + "\n")

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ragrig.report.mlflow_run import ENV_PARENT, ENV_POINT, TAG_PARENT
-from ragrig.report.mlflow_run import TAG_SWEEP_POINT as TAG_POINT
-from ragrig.report.tracking import TAG_ERROR
+from ragrig.tracking.contents import ENV_PARENT, ENV_POINT, TAG_PARENT
+from ragrig.tracking.contents import TAG_SWEEP_POINT as TAG_POINT
+from ragrig.tracking.run import TAG_ERROR
 
 TAG_SWEEP = "ragrig.sweep"
 TAG_GRID = "ragrig.sweep_grid"
@@ -50,7 +50,7 @@ class ParentRun:
         RUNNING again), else a new run `sweep <timestamp> <swept keys>`."""
         from mlflow.tracking import MlflowClient
 
-        from ragrig.report.tracking import ensure_experiment
+        from ragrig.tracking.run import ensure_experiment
 
         exp_id = ensure_experiment(uri, experiment, artifacts=artifacts)
         client = MlflowClient(tracking_uri=uri)

@@ -1,0 +1,160 @@
+"""Config loading: each stage validates its own params.yaml section with a frozen pydantic model.
+
+The models live beside their stage (`ragrig/<stage>/config.py`) and are imported lazily, so a
+stage depends on its own schema only: editing the judge's schema never invalidates the embed
+stage's cache.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from ragrig.core.errors import ConfigError
+
+
+class Section(BaseModel):
+    """Base of every config section: frozen, unknown keys rejected."""
+
+    # allow_inf_nan off: a timeout, threshold or weight of inf or nan passes every bound as a
+    # number but means nothing
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Every seed: numpy's legacy `np.random.seed` (ragrig.runtime.stage.apply_seed, transformers'
+# set_seed) takes 0 .. 2**32 - 1, and llama.cpp's seed is a uint32.
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+# an item of a list of names, paths, patterns or separators: the empty string means nothing
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+# The longest wait before a retry of an HTTP model call (generate, the LLM judge): a 429 whose
+# Retry-After asks for more is an error at once (ragrig.llm.http.retry_delay).
+RetryWait = Annotated[
+    float,
+    Field(
+        gt=0,
+        le=3600,
+        description="longest wait before a retry: a 429 whose Retry-After asks for more is an "
+        "error at once",
+    ),
+]
+
+
+class RuntimeConfig(Section):
+    seed: Seed = 13
+    threads: int = Field(2, gt=0)
+
+
+SECTIONS: dict[str, str] = {
+    "dataset": "ragrig.dataset.config:DatasetConfig",
+    "parse": "ragrig.parse.config:ParseConfig",
+    "chunk": "ragrig.chunk.config:ChunkConfig",
+    "embed": "ragrig.embed.config:EmbedConfig",
+    "index": "ragrig.index.config:IndexConfig",
+    "retrieve": "ragrig.retrieve.config:RetrieveConfig",
+    "rerank": "ragrig.rerank.config:RerankConfig",
+    "generate": "ragrig.generate.config:GenerateConfig",
+    "train_verifier": "ragrig.train_verifier.config:TrainVerifierConfig",
+    "train_rerank": "ragrig.train_rerank.config:TrainRerankConfig",
+    "train_embed": "ragrig.train_embed.config:TrainEmbedConfig",
+    "judge": "ragrig.judge.config:JudgeConfig",
+    "report": "ragrig.report.config:ReportConfig",
+    "runtime": "ragrig.core.config:RuntimeConfig",
+    # the shared run-cache (a DVC remote); no stage reads it, so choosing one recomputes nothing
+    "storage": "ragrig.storage.remote:StorageConfig",
+}
+
+
+def section_schema(name: str) -> Any:
+    """The pydantic type (model or discriminated union) of one section."""
+    if name not in SECTIONS:
+        raise ConfigError(f"unknown config section {name!r}; known: {sorted(SECTIONS)}")
+    module, _, attr = SECTIONS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# DVC's run-cache key silently drops every parameter with one of these names, at any depth
+# (treeverse/dvc#10296): a stage whose only change is such a parameter would be restored from the
+# cache entry of its old value. No ragrig parameter may carry them.
+RESERVED_KEYS = frozenset({"size", "nfiles"})
+
+
+def reserved_key_paths(raw: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of every mapping key named `size` or `nfiles`, at any depth (lists included)."""
+    found: list[str] = []
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if str(key) in RESERVED_KEYS:
+                found.append(path)
+            found.extend(reserved_key_paths(value, path))
+    elif isinstance(raw, list):
+        for i, value in enumerate(raw):
+            found.extend(reserved_key_paths(value, f"{prefix}[{i}]"))
+    return found
+
+
+def reject_reserved_keys(raw: Any, prefix: str = "") -> None:
+    """Raise ConfigError naming every parameter DVC's run-cache would ignore."""
+    paths = reserved_key_paths(raw, prefix)
+    if paths:
+        raise ConfigError(
+            f"parameter name(s) {', '.join(paths)} not allowed: DVC's run-cache ignores "
+            "parameters named 'size' or 'nfiles' (treeverse/dvc#10296), so a change to them "
+            "would silently restore stale outputs; rename the key (e.g. chunk.max_tokens)"
+        )
+
+
+def validation_problems(name: str, exc: ValidationError) -> str:
+    """pydantic's errors on one line: each as `<section>.<field path>: <message>`, a number
+    given shown after it (a string is not: it may be a URL holding a secret)."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in (name, *err["loc"]))
+        given = err.get("input")
+        shown = f" (got {given!r})" if isinstance(given, int | float) else ""
+        problems.append(f"{where}: {err['msg']}{shown}")
+    return "; ".join(problems)
+
+
+def validate_section(name: str, raw: Any) -> Any:
+    """Validate one config section; raise ConfigError naming the section, each field path and
+    its problem, on one line."""
+    reject_reserved_keys(raw, name)
+    schema = section_schema(name)
+    try:
+        return TypeAdapter(schema).validate_python(raw)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"invalid config section {name!r}: {validation_problems(name, exc)}"
+        ) from exc
+
+
+def validate_all(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Validate every section of a composed config; raise on a missing or unknown section."""
+    reject_reserved_keys(cfg)
+    missing = set(SECTIONS) - set(cfg)
+    extra = set(cfg) - set(SECTIONS)
+    if missing or extra:
+        raise ConfigError(f"config sections missing: {sorted(missing)}, unknown: {sorted(extra)}")
+    return {name: validate_section(name, cfg[name]) for name in SECTIONS}
+
+
+def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """Read the composed params file DVC tracks."""
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a mapping")
+    return data
+
+
+def load_section(name: str, path: str | Path = "params.yaml") -> Any:
+    """Read and validate one section of params.yaml (what a stage wrapper calls)."""
+    params = load_params(path)
+    if name not in params:
+        raise ConfigError(f"{path} has no {name!r} section")
+    return validate_section(name, params[name])

@@ -1,0 +1,128 @@
+"""The self-contained HTML page for rating a label sample (`ragrig label`): no server, no
+network; the sample is embedded in the page.
+
+Per answer: the question, the answer, the passages the generator saw (folded), the judge's
+verdict (hidden until asked for, so that it does not anchor the rating), a faithful / unfaithful
+choice and an optional note. Ratings are kept in the browser's localStorage under the sample's
+id while rating, and "Save labels" downloads them as `labels.jsonl` in the labels-file format
+(ragrig.dataset.labels) and shows the same lines in a text box, for copying where downloads are blocked.
+Only rated answers are written.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from ragrig.core.io import atomic_write_text
+
+_STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem} .item{border:1px solid #ccc;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}
+.item.rated{border-color:#4a8} .q{font-weight:600} .a{background:#f6f6f6;padding:.5rem;margin:.5rem 0;
+white-space:pre-wrap} details{margin:.3rem 0} .p{white-space:pre-wrap;font-size:13px;border-left:3px
+solid #ddd;padding-left:.5rem;margin:.3rem 0} label{margin-right:1rem} textarea{width:100%}
+#bar{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ddd}
+"""
+
+_SCRIPT = """
+const SAMPLE = JSON.parse(document.getElementById('sample').textContent);
+const KEY = 'ragrig-labels-' + SAMPLE.id;
+const saved = JSON.parse(localStorage.getItem(KEY) || '{}');
+function ratings() {
+  const out = {};
+  for (const item of SAMPLE.items) {
+    const r = document.querySelector(`input[name="r-${item.i}"]:checked`);
+    const note = document.getElementById(`n-${item.i}`).value;
+    if (r) out[item.qid] = {rating: r.value, note: note};
+  }
+  return out;
+}
+function lines() {
+  const r = ratings();
+  return SAMPLE.items.filter(it => r[it.qid]).map(it => JSON.stringify({
+    qid: it.qid, answer_sha256: it.answer_sha256, rating: r[it.qid].rating,
+    note: r[it.qid].note}));
+}
+function refresh() {
+  const r = ratings();
+  localStorage.setItem(KEY, JSON.stringify(r));
+  for (const item of SAMPLE.items)
+    document.getElementById(`item-${item.i}`).classList.toggle('rated', !!r[item.qid]);
+  document.getElementById('count').textContent = Object.keys(r).length;
+}
+function save() {
+  const text = lines().join('\\n') + '\\n';
+  document.getElementById('out').value = text;
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([text], {type: 'application/x-ndjson'}));
+  a.download = 'labels.jsonl';
+  a.click();
+}
+for (const item of SAMPLE.items) {
+  const s = saved[item.qid];
+  if (s) {
+    const r = document.querySelector(`input[name="r-${item.i}"][value="${s.rating}"]`);
+    if (r) r.checked = true;
+    document.getElementById(`n-${item.i}`).value = s.note || '';
+  }
+}
+document.body.addEventListener('change', refresh);
+document.body.addEventListener('input', refresh);
+document.getElementById('save').addEventListener('click', save);
+refresh();
+"""
+
+
+def _item(i: int, it: dict[str, Any]) -> str:
+    e = html.escape
+    passages = "".join(f'<div class="p">{e(p)}</div>' for p in it["passages"])
+    judge = it["judge"]
+    verdict = (
+        f"judged {'faithful' if judge['judged_faithful'] == 1 else 'unfaithful'}"
+        if judge.get("judged_faithful") is not None
+        else "undecided"
+    )
+    detail = f"{verdict}; score {judge.get('answer_support')}; failure mode: "
+    detail += e(judge.get("failure_mode") or "none")
+    return (
+        f'<div class="item" id="item-{i}"><div class="q">{i + 1}. {e(it["question"])}</div>'
+        f'<div class="a">{e(it["answer"])}</div>'
+        f"<details><summary>passages ({len(it['passages'])})</summary>{passages}</details>"
+        f"<details><summary>the judge's verdict</summary>{e(detail)}</details>"
+        f'<label><input type="radio" name="r-{i}" value="faithful"> faithful</label>'
+        f'<label><input type="radio" name="r-{i}" value="unfaithful"> unfaithful</label>'
+        f'<textarea id="n-{i}" rows="1" placeholder="note (optional)"></textarea></div>'
+    )
+
+
+def write_label_page(path: Path, sample_id: str, items: list[dict[str, Any]], title: str) -> None:
+    """The rating page of `items` (ragrig.dataset.labels.sample's rows, with question, answer,
+    passages, answer_sha256 and judge), written atomically."""
+    data = {
+        "id": sample_id,
+        "items": [
+            {"i": i, "qid": it["qid"], "answer_sha256": it["answer_sha256"]}
+            for i, it in enumerate(items)
+        ],
+    }
+    # `</` would end the script element early; JSON allows it escaped
+    embedded = json.dumps(data).replace("</", "<\\/")
+    body = "".join(_item(i, it) for i, it in enumerate(items))
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        "<p>Rate each answer against the passages shown with it: <b>faithful</b> when every "
+        "statement it makes is supported by them, <b>unfaithful</b> when any is not. Ratings "
+        "stay in this browser until saved.</p>"
+        f'<div id="bar"><span id="count">0</span> of {len(items)} rated '
+        '<button id="save">Save labels</button></div>'
+        f"{body}"
+        '<p>Saved lines (labels.jsonl):</p><textarea id="out" rows="6" readonly></textarea>'
+        f'<script type="application/json" id="sample">{embedded}</script>'
+        f"<script>{_SCRIPT}</script></body></html>"
+    )
+    atomic_write_text(path, page)

@@ -1,0 +1,113 @@
+"""Fine-tune the reranker: a 1-logit cross-encoder from the packaged MiniLM weights.
+
+Binary cross-entropy on (query, passage, 0/1) pairs from `ragrig.train_rerank.data`.
+Deterministic given the config's seed on one machine (same pairs, same order, seeded head
+initialisation and shuffling; the manifest records the weights' sha256 to check it)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ragrig.train_rerank import data as D
+from ragrig.training.fit import weights_sha256
+from ragrig.training.split import corpus_texts, run_training_stage
+
+MODEL_DIR = "model"
+MANIFEST = "manifest.json"
+PAIRS_FILE = "pairs.jsonl"
+PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate", "bm25s")
+
+
+def load_training_pairs(
+    cfg: Any, dataset: Any, parse: Any, stats: dict[str, Any] | None = None
+) -> tuple[list[D.Pair], D.TrainingQueries]:
+    """The capped, shuffled pairs of the training split and the queries they came from."""
+    root = Path(dataset.root)
+    train = D.training_queries(root, dataset.name, cfg.split, dataset.split)
+    documents = corpus_texts(root, parse.title_separator, parse.empty_text)
+    doc_ids = sorted(documents)
+    t0 = time.perf_counter()
+    negatives = D.mine_negatives(
+        train.queries,
+        train.positives,
+        doc_ids,
+        [documents[d] for d in doc_ids],
+        cfg.mining,
+        cfg.negatives_per_query,
+        cfg.seed,
+    )
+    pairs = D.cap_pairs(D.build_pairs(train, documents, negatives), cfg.max_pairs, cfg.seed)
+    D.check_disjoint(pairs, train)
+    if stats is not None:
+        stats["mining_seconds"] = round(time.perf_counter() - t0, 1)
+        stats["train_queries"] = len(train.queries)
+        stats["dropped_eval_overlap"] = train.dropped_eval_overlap
+        stats["eval_split"] = dataset.split
+        stats["eval_queries"] = len(train.eval_qids)
+    return pairs, train
+
+
+def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dict[str, Any]:
+    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoder
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers import set_seed
+
+    from ragrig.training.fit import fit_cross_encoder, quiet_training_logs
+    from ragrig.weights.models import model_fingerprint, resolve_model
+
+    if not pairs:
+        raise ValueError("no training pairs: check the training qrels and the corpus")
+    labels = Counter(p.label for p in pairs)
+    if not labels[0] or not labels[1]:
+        raise ValueError(f"training pairs need both labels 0 and 1, got {dict(labels)}")
+    torch.set_num_threads(threads)
+    set_seed(cfg.seed)
+    quiet_training_logs()
+    model = CrossEncoder(
+        resolve_model(cfg.base_model), num_labels=1, max_length=cfg.max_length, device="cpu"
+    )
+    ds = Dataset.from_dict(
+        {
+            "query": [p.query for p in pairs],
+            "passage": [p.passage for p in pairs],
+            "label": [float(p.label) for p in pairs],
+        }
+    )
+    result, seconds = fit_cross_encoder(
+        model, ds, BinaryCrossEntropyLoss(model), cfg, out_dir, MODEL_DIR, "train_rerank"
+    )
+    n_seen = len(pairs) * cfg.epochs
+    return {
+        "pairs": len(pairs),
+        "labels": {"positive": labels[1], "negative": labels[0]},
+        "queries_in_pairs": len({p.qid for p in pairs}),
+        "train_seconds": round(seconds, 1),
+        "pairs_per_s": round(n_seen / seconds, 2) if seconds else None,
+        "train_loss": round(float(result.training_loss), 4),
+        "base_model": model_fingerprint(cfg.base_model),
+        "weights_sha256": weights_sha256(Path(out_dir) / MODEL_DIR),
+        "versions": {p: importlib.metadata.version(p) for p in PACKAGES},
+        "threads": threads,
+    }
+
+
+def run_stage(cfg: Any, dataset: Any, parse: Any, out: Path, threads: int = 2) -> dict[str, Any]:
+    """The stage body (`ragrig.training.split.run_training_stage`): pairs from the dataset's
+    train split, a trained model, a manifest; disabled, a manifest saying why."""
+    return run_training_stage(
+        "train_rerank",
+        "rerank=trained",
+        cfg,
+        dataset,
+        lambda stats: load_training_pairs(cfg, dataset, parse, stats)[0],
+        lambda pairs, folder: train(pairs, cfg, folder, threads=threads),
+        (PAIRS_FILE, D.as_records),
+        out,
+    )
