@@ -123,7 +123,7 @@ calibrate: $(STAMP)
 gate: $(STAMP)
 	$(BIN)/python -m ragrig gate
 
-# DVC's views (README "Comparing runs with DVC"): experiments with the swept params and the
+# DVC's views (docs/tracking.md "Comparing runs with DVC"): experiments with the swept params and the
 # headline metrics only; the headline of REV (default HEAD) against the workspace.
 exp-show: $(STAMP)
 	$(BIN)/python -m ragrig exp-show --no-pager $(ARGS)
@@ -135,7 +135,7 @@ metrics-diff: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-# MLflow for a team (README): a local PostgreSQL in .ragrig/postgres on 127.0.0.1:$(PG_PORT) with
+# MLflow for a team (docs/tracking.md): a local PostgreSQL in .ragrig/postgres on 127.0.0.1:$(PG_PORT) with
 # role and database `ragrig` (password: $PGPASSWORD, else generated into .ragrig/postgres.pass);
 # prints the tracking URI. Installs Debian's postgresql first when missing (make pg-server).
 PG_PORT ?= 5433

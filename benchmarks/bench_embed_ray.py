@@ -11,7 +11,7 @@ conf/embed/minilm_ray.yaml:
 
 Reported: passages/s of each (median over rounds), the ratio, seconds of Ray's start-up alone
 (one `ray.init` + `ray.shutdown`), passages/s per core, and whether the vectors are
-byte-identical. The per-core figure is what the README's cost estimate for a 10M-chunk corpus
+byte-identical. The per-core figure is what the cost estimate for a 10M-chunk corpus (docs/scaling.md)
 uses.
 
     nice -n 5 python benchmarks/bench_embed_ray.py [--n-docs 2000] [--window 250] [--repeats 2]

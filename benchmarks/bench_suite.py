@@ -3,7 +3,7 @@ test-all` and a cold `make repro`, with the CPU that ran them.
 
     python benchmarks/bench_suite.py                       # all three, one after the other
     python benchmarks/bench_suite.py --targets test test-all --baseline-s 2746
-    python benchmarks/bench_suite.py --markdown BENCHMARKS.md   # the figures into its section
+    python benchmarks/bench_suite.py --markdown docs/benchmarks.md   # the figures into §18
 
 Each target runs alone (nothing else should run beside it: every figure is a wall time) in its
 own clone of this checkout's HEAD, next to a `shared` link to the data (../shared), so it sees

@@ -1,9 +1,9 @@
-"""The README's results table: BM25, each embedder's dense lane, hybrid RRF and convex, each with
+"""The results table of docs/benchmarks.md: BM25, each embedder's dense lane, hybrid RRF and convex, each with
 each reranker, on a BEIR test split, beside the published figures.
 
     python benchmarks/results_table.py                      # SciFact test, the configured embedder
     python benchmarks/results_table.py --embed all --rerank identity cross_encoder
-    python benchmarks/results_table.py --markdown           # the table as Markdown, for the README
+    python benchmarks/results_table.py --markdown           # the table as Markdown, for docs/benchmarks.md
 
 Each embedder (`--embed`: options of conf/embed, `all` for every one) embeds the corpus once;
 the dense index and BM25 are built once (their build seconds are the `index s` column; the

@@ -293,7 +293,7 @@ def test_run_all_records_a_benchmark(tmp_path):
 
 
 def test_results_table_on_the_fixture(tmp_path):
-    """benchmarks/results_table.py (the README's results table) runs on the fixture."""
+    """benchmarks/results_table.py (the results table of docs/benchmarks.md) runs on the fixture."""
     out = tmp_path / "table.json"
     cmd = [sys.executable, str(BENCH / "results_table.py"), "--dataset-root"]
     cmd += [str(RUN_ALL.SMOKE_DATASET), "--markdown", "--json", str(out)]

@@ -1,4 +1,4 @@
-"""The README's sweep, smoke and queue commands as the first things a fresh clone does.
+"""The documented sweep, smoke and queue commands as the first things a fresh clone does.
 
 The clone holds exactly what git tracks (dvc.lock included if it were committed, unlike
 `copy_project`), an empty DVC cache and no MLflow store. Steps share one clone, in order:

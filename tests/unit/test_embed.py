@@ -30,7 +30,7 @@ EMBEDDERS = {
 }
 # Measured on the 20 fixture passages (title. text): min 0.99937, mean 0.99957 per-text cosine
 # of the int8 ONNX vectors to sentence-transformers' fp32 ones; on 1,000 SciFact passages see
-# BENCHMARKS.md. Asserted a little below.
+# docs/benchmarks.md §7. Asserted a little below.
 INT8_MIN_COSINE = 0.999
 INT8_MEAN_COSINE = 0.9994
 # embed.precision of the sentence-transformers embedder, on the same 20 fixture passages: bf16

@@ -221,12 +221,12 @@ def test_exp_show_selection_keeps_headline_and_swept_params_only():
     ]
 
 
-def test_exp_show_command_is_the_one_the_readme_documents():
+def test_exp_show_command_is_the_one_the_docs_document():
     from ragrig.report.views import exp_show_command
 
     from ..conftest import PROJECT
 
-    assert exp_show_command() in (PROJECT / "README.md").read_text()
+    assert exp_show_command() in (PROJECT / "docs" / "tracking.md").read_text()
 
 
 def test_metrics_diff_without_a_run_says_so_in_one_line(tmp_path):

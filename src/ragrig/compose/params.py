@@ -11,7 +11,7 @@ from ragrig.core.errors import ConfigError
 
 QUOTING_HINT = (
     "a value with spaces or any of ( ) [ ] { } , = ~ ' # needs Hydra quotes inside the shell's: "
-    "\"dataset.root='/a b/c'\" (dvc exp run -S \"dataset.root='/a b/c'\"; see README)"
+    "\"dataset.root='/a b/c'\" (dvc exp run -S \"dataset.root='/a b/c'\"; see docs/configuration.md)"
 )
 
 

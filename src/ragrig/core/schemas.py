@@ -29,7 +29,7 @@ FAILURE_MODES = (
     "overgeneralisation",
 )
 # The hard checks (ragrig.judge.overlap) that decide an answer unless judge.veto says otherwise:
-# the two that cost MTRAG's human agreement nothing measurable (BENCHMARKS.md §19)
+# the two that cost MTRAG's human agreement nothing measurable (docs/benchmarks.md §19)
 DEFAULT_VETO = ("number", "fabricated")
 
 SCHEMAS: dict[str, Schema] = {

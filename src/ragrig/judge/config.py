@@ -30,7 +30,7 @@ def _veto_field() -> Any:
         "score (ragrig.judge.decide): negation, number, entity, fabricated; every finding is "
         "listed in `contradictions` either way. On MTRAG's 477 rated answers at the calibrated "
         "threshold, balanced accuracy is 0.851 with none, 0.847 with number, 0.851 with "
-        "fabricated, 0.820 with entity, 0.792 with negation (BENCHMARKS.md §19)",
+        "fabricated, 0.820 with entity, 0.792 with negation (docs/benchmarks.md §19)",
     )
 
 

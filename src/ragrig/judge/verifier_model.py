@@ -54,7 +54,7 @@ class Verifier:
     replaces the Linear layers by dynamically quantized int8 ones (torch.ao, fbgemm);
     `quantize="bf16"` runs the matrix products in bfloat16 under torch's CPU autocast (the
     embedder's bf16). Both are faster on CPU, with scores close to but not identical with fp32
-    (BENCHMARKS.md §5)."""
+    (docs/benchmarks.md §5)."""
 
     def __init__(
         self,

@@ -220,7 +220,7 @@ def exp_show_args() -> list[str]:
 
 
 def exp_show_command() -> str:
-    """The documented command line (README), shell-quoted."""
+    """The documented command line (docs/tracking.md), shell-quoted."""
     import shlex
 
     return shlex.join(["dvc", "exp", "show", *exp_show_args()])
