@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -111,11 +112,18 @@ def run_target(
             return out
     log_path = workdir / f"{name}.log"
     t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.run(
             cmd, cwd=ws, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
         )
     out["wall_s"] = round(time.perf_counter() - t0, 1)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time of every process the target waited for (servers it detached are not counted):
+    # how busy the cores were, the headroom more test workers could use
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out["cpu_s"] = round(cpu, 1)
+    out["cpu_utilisation"] = round(cpu / (out["wall_s"] * (os.cpu_count() or 1)), 3)
     out["exit_code"] = proc.returncode
     out["closing_line"] = closing_line(log_path.read_text(encoding="utf-8", errors="replace"))
     out["log"] = str(log_path)
@@ -222,14 +230,16 @@ def markdown(result: dict[str, Any]) -> str:
         f" ({cpu['cpus']} cores; flags: {', '.join(cpu['flags']) or 'none of note'}), each target "
         "alone on a fresh clone:",
         "",
-        "| target | wall | × baseline | setup apart | exit | closing line |",
-        "|---|---:|---:|---:|---:|---|",
+        "| target | wall | × baseline | CPU busy | setup apart | exit | closing line |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in result["targets"]:
         ratio = r.get("ratio_to_baseline")
+        busy = r.get("cpu_utilisation")
         lines.append(
             f"| `{r['command']}` | {r.get('wall_s', '—')} s | "
             f"{f'{ratio:.3f}' if ratio is not None else '—'} | "
+            f"{f'{busy:.0%}' if busy is not None else '—'} | "
             f"{str(r['setup_s']) + ' s' if 'setup_s' in r else 'linked venv'} | "
             f"{r.get('exit_code')} | {r.get('closing_line', '') or '—'} |"
         )

@@ -168,14 +168,23 @@ def overhead_points(points: list[Any]) -> list[str]:
     return [*first[:-1], f"{key}={','.join(values)}"]
 
 
+EXECUTORS = ("temp", "worktree")
+
+
 def point_overhead(
-    repo: Path, env: dict, overrides: list[str], base: Path, name: str, sweeps_each: int = 2
+    repo: Path,
+    env: dict,
+    overrides: list[str],
+    base: Path,
+    name: str,
+    sweeps_each: int = 2,
+    executors: tuple[str, ...] = EXECUTORS,
 ) -> dict:
-    """Median point time of the points in `overrides` run again (all restored), through the
-    `--temp` executor and the worktree executor, `sweeps_each` sweeps each (taking turns), in
-    `repo`."""
+    """Median point time of the points in `overrides` run again (all restored), through each
+    of `executors` (`--temp`, the worktree executor), `sweeps_each` sweeps each (taking turns),
+    in `repo`."""
     out: dict[str, Any] = {}
-    runs: dict[str, list[dict]] = {"temp": [], "worktree": []}
+    runs: dict[str, list[dict]] = {e: [] for e in executors}
     for i in range(sweeps_each):
         for executor in runs:
             runs[executor].append(
@@ -248,11 +257,17 @@ def sweep_setup(args: Any, grids: dict[str, list[str]], prefix: str) -> SweepSet
 
 
 def overhead(
-    repo: Path, env: dict, ovh: list[str], base: Path, report_repo: Path, sweeps_each: int = 2
+    repo: Path,
+    env: dict,
+    ovh: list[str],
+    base: Path,
+    report_repo: Path,
+    sweeps_each: int = 2,
+    which: tuple[str, ...] = EXECUTORS,
 ) -> dict:
-    """(e): the point time through both executors plus the MLflow parts (the report logged is
+    """(e): the point time through the executors plus the MLflow parts (the report logged is
     `report_repo`'s, a workspace run's)."""
-    executors = point_overhead(repo, env, ovh, base, "again", sweeps_each)
+    executors = point_overhead(repo, env, ovh, base, "again", sweeps_each, which)
     os.environ["PYTHONPATH"] = str(repo / "src")
     mlflow_report_s = log_run_seconds(report_repo, base)
     mlflow_sweep_s = sweep_mlflow_seconds(repo, ovh, 2)
@@ -282,6 +297,13 @@ def main(argv: list[str] | None = None) -> dict:
         type=int,
         default=2,
         help="(e): sweeps of the two points per executor, the executors taking turns",
+    )
+    p.add_argument(
+        "--overhead-executors",
+        nargs="+",
+        choices=EXECUTORS,
+        default=list(EXECUTORS),
+        help="(e): the executors measured (default both)",
     )
     args = p.parse_args(argv)
     setup = sweep_setup(args, {"scifact": SCIFACT_GRID, "tiny": TINY_GRID}, "ragrig-bench-sweep-")
@@ -326,7 +348,13 @@ def main(argv: list[str] | None = None) -> dict:
         ovh = overhead_points(points)
         run_sweep(cold_repo, env_for(cold_repo), ovh, 1, "ovh-fill", base)
         result["overhead_per_point_s"] = overhead(
-            cold_repo, env_for(cold_repo), ovh, base, cold_repo, args.overhead_sweeps
+            cold_repo,
+            env_for(cold_repo),
+            ovh,
+            base,
+            cold_repo,
+            args.overhead_sweeps,
+            tuple(args.overhead_executors),
         )
         print(f"(e) overhead per point: {result['overhead_per_point_s']}", flush=True)
         result["machine_load_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -359,7 +387,13 @@ def main(argv: list[str] | None = None) -> dict:
 
     # (e) fixed overhead per point: two points again, every stage restored, both executors
     result["overhead_per_point_s"] = overhead(
-        par_repo, env_for(par_repo), overhead_points(points), base, cold_repo, args.overhead_sweeps
+        par_repo,
+        env_for(par_repo),
+        overhead_points(points),
+        base,
+        cold_repo,
+        args.overhead_sweeps,
+        tuple(args.overhead_executors),
     )
     print(f"(e) overhead per point: {result['overhead_per_point_s']}", flush=True)
     result["machine_load_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -137,13 +137,16 @@ SMOKE_ARGS = {
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
     ],
-    # two points of the fixture in parallel, their rerun, the overhead per point (one sweep each)
+    # two points of the fixture in parallel, their rerun, the overhead per point through the
+    # worktree executor (one sweep; the --temp executor's sweeps are the parallel sweep's)
     "sweep": [
         "--grid",
         "retrieve.ef_search=16,64",
         "--skip-sequential",
         "--overhead-sweeps",
         "1",
+        "--overhead-executors",
+        "worktree",
         "--workdir",
         "{tmp}",
     ],  # fmt: skip
@@ -194,13 +197,13 @@ SMOKE_ARGS = {
     "embed_ray": ["--n-docs", "20", "--window", "6", "--repeats", "1"],
     # a one-point sweep pushing to an S3 emulator, then one fresh clone restoring that point
     "remote_cache": ["--grid", "retrieve.ef_search=16", "--repeats", "1", "--workdir", "{tmp}"],
-    # three fixture claims answered by the packaged SmolLM2 under three settings (the last
+    # two fixture claims answered by the packaged SmolLM2 under three settings (the last
     # through torch: generate=smollm2_torch), twice each
     "generate": [
         "--claims",
         "original/claims_dev.jsonl",
         "--n",
-        "3",
+        "2",
         "--repeats",
         "2",
         "--setting",
