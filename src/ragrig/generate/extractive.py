@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.core.text import split_sentences, tokenize
-from ragrig.generate import Generation
+from ragrig.generate.base import Generation
 
 REFUSAL = "I cannot answer this from the provided passages."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.generate import Generation
+from ragrig.generate.base import Generation
 from ragrig.generate.prompt import VERDICT_GRAMMAR, chat_messages, read_completion
 from ragrig.weights.models import resolve_model
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ragrig.generate import Generation
+from ragrig.generate.base import Generation
 from ragrig.generate.prompt import chat_messages, read_completion
 from ragrig.llm.http import (
     CallTimeout,

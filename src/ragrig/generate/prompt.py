@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.generate import Generation
+from ragrig.generate.base import Generation
 
 SYSTEM_PROMPT = (
     "Answer the question using only the numbered passages. Cite passages like [1]. "

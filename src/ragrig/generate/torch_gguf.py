@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragrig.generate import Generation, Request
+from ragrig.generate.base import Generation, Request
 from ragrig.generate.prompt import VERDICT_LABELS, chat_messages, read_completion
 from ragrig.weights.models import resolve_model
 from ragrig.weights.precision import resolve_precision

@@ -1,16 +1,6 @@
 """index: dense FAISS indexes (flat, HNSW, IVF; IVF-PQ and HNSW-SQ for millions of vectors)
 and BM25 indexes over chunks."""
 
-from __future__ import annotations
+from ragrig.index.base import DENSE_INDEXES, SPARSE_INDEXES
 
-DENSE_INDEXES = {
-    "flat": "ragrig.index.dense:build_flat",
-    "hnsw": "ragrig.index.dense:build_hnsw",
-    "ivf": "ragrig.index.dense:build_ivf",
-    "ivf_pq": "ragrig.index.dense:build_ivf_pq",
-    "hnsw_sq": "ragrig.index.dense:build_hnsw_sq",
-}
-SPARSE_INDEXES = {
-    "bm25s": "ragrig.index.sparse:Bm25sIndex",
-    "rank_bm25": "ragrig.index.sparse:RankBm25Index",
-}
+__all__ = ["DENSE_INDEXES", "SPARSE_INDEXES"]

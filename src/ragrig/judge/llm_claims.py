@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
+from ragrig.judge.base import Verdict, unclaimed
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import answer_kind
 

@@ -8,8 +8,8 @@ from functools import lru_cache
 from typing import Any
 
 from ragrig.core.text import split_sentences, strip_citations, tokenize
-from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
+from ragrig.judge.base import Verdict, unclaimed
 from ragrig.judge.refusal import answer_kind, split_refusal
 
 # "Based on the provided passages, X" / "According to the context, X": the preamble is no claim.

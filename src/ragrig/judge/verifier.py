@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.core.text import split_sentences, tokenize
-from ragrig.judge import Verdict, unclaimed
 from ragrig.judge import entities as ent
+from ragrig.judge.base import Verdict, unclaimed
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import answer_kind
 from ragrig.weights.precision import resolve_precision

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ragrig.rerank import Candidate
+from ragrig.rerank.base import Candidate
 from ragrig.rerank.config import TRAINED_OUTPUT
 
 

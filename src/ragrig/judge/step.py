@@ -1,0 +1,271 @@
+"""The judge stage's computation."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ragrig.core.schemas import DEFAULT_VETO, FAILURE_MODES, GENERATION_FAILED
+from ragrig.judge.base import InvalidVerdict, Judge
+
+
+@dataclass
+class _Row:
+    qid: str
+    status: str
+    n_claims: int = 0
+    n_supported: int = 0
+    faithfulness: float | None = None
+    claims: str = "[]"
+    latency_ms: float = 0.0
+    error: str = ""
+    answer_kind: str = ""
+    entity_overlap: float | None = None
+    claim_support: float | None = None
+    answer_support: float | None = None
+    faithfulness_parts: str = "{}"
+    # the answer-level decision (decide): 1.0 faithful, 0.0 not, None unless scored
+    judged_faithful: float | None = None
+    contradictions: str = "[]"
+    failure_mode: str = ""
+    llm_status: str = "disabled"
+    llm_faithfulness: float | None = None
+    llm_relevance: float | None = None
+    llm_coverage: float | None = None
+    llm_clarity: float | None = None
+    llm_external_consistency: float | None = None
+    llm_unsupported: str = "[]"
+    llm_cached: bool = False
+    llm_error: str = ""
+    judge_prompt_tokens: int = 0
+    judge_completion_tokens: int = 0
+    judge_cpu_s: float = 0.0
+    judge_model: str = ""
+
+
+COLUMNS = list(_Row.__dataclass_fields__)
+# The answer-level decision without a calibrated threshold (judge.decision_threshold None):
+# P(faithful), or the mean claim probability, or the supported share, at one half.
+DEFAULT_DECISION_THRESHOLD = 0.5
+_MODE_OF_KIND = {
+    "negation": "contradiction",
+    "number": "wrong_number",
+    "entity": "wrong_entity",
+    "fabricated": "fabrication",
+    "contradicted": "contradiction",  # the LLM claim judge's verdict
+}
+
+
+def decide(
+    soft: float | None,
+    n_claims: int,
+    n_supported: int,
+    contradictions: list[tuple[str, str, str]],
+    threshold: float,
+    veto: Collection[str] = ("negation", "number", "entity", "fabricated"),
+) -> tuple[float | None, str]:
+    """(judged_faithful, failure_mode) of one answer: unfaithful when a hard check of a kind in
+    `veto` contradicts a claim, whatever its soft score; else faithful when its answer-level
+    score `soft` is >= `threshold`; None for an answer with no claims. The failure mode of an
+    unfaithful answer is its first finding's (any kind), else fabrication or
+    overgeneralisation."""
+    if n_claims == 0 or soft is None:
+        return None, ""
+    decisive = [c for c in contradictions if c[1] in veto]
+    if decisive:
+        return 0.0, _MODE_OF_KIND.get(decisive[0][1], "contradiction")
+    if soft >= threshold:
+        return 1.0, ""
+    if contradictions:
+        return 0.0, _MODE_OF_KIND.get(contradictions[0][1], "contradiction")
+    return 0.0, "fabrication" if n_supported < n_claims else "overgeneralisation"
+
+
+FLOAT_COLUMNS = [c for c, f in _Row.__dataclass_fields__.items() if "float" in str(f.type)]
+DEFAULT_WEIGHTS = {"claims": 0.4, "llm": 0.4, "entity": 0.2}
+
+
+def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str]) -> dict[str, Any]:
+    """The claim checker's columns for one answer; its failures become status error/invalid."""
+    try:
+        verdict = judge.judge(question, answer, contexts)
+    except InvalidVerdict as exc:
+        return {"status": "invalid", "error": str(exc)}
+    except Exception as exc:  # counted as status=error, never dropped
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    supported = set(verdict.supported)
+    claims = [{"claim": c, "supported": c in supported} for c in verdict.extracted]
+    for claim, p in zip(claims, verdict.claim_scores or (), strict=False):
+        claim["p_supported"] = round(p, 4)
+    return {
+        "status": verdict.outcome,
+        "n_claims": len(verdict.extracted),
+        "n_supported": len(verdict.supported),
+        "claim_support": verdict.score,
+        "answer_support": verdict.soft_score,
+        "claims": json.dumps(claims),
+        "_contradictions": list(verdict.contradictions),
+        "error": verdict.reason,
+        "answer_kind": verdict.kind,
+        "entity_overlap": verdict.entity_overlap,
+    }
+
+
+def _llm_fields(llm: Any, question: str, answer: str, contexts: list[str]) -> dict[str, Any]:
+    """The LLM judge's columns for one answer (ragrig.judge.llm: never raises)."""
+    out = llm.judge(question, answer, contexts)
+    fields: dict[str, Any] = {
+        "llm_status": out.status,
+        "llm_cached": out.cached,
+        "llm_error": out.error,
+        "judge_prompt_tokens": out.prompt_tokens,
+        "judge_completion_tokens": out.completion_tokens,
+    }
+    v = out.verdict
+    if v is not None:
+        fields.update(
+            llm_faithfulness=v.faithfulness,
+            llm_relevance=v.context_relevance,
+            llm_coverage=v.coverage,
+            llm_clarity=v.clarity,
+            llm_external_consistency=v.external_consistency,
+            llm_unsupported=json.dumps(v.unsupported_statements, ensure_ascii=False),
+        )
+    return fields
+
+
+def decision_record(
+    threshold: float | None, judgments: pd.DataFrame, veto: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The judge manifest's `decision`: the threshold used and where it came from, the answers
+    judged, judged faithful, contradicted, and per failure mode."""
+    judged = judgments["judged_faithful"].notna()
+    modes = judgments.loc[judged, "failure_mode"]
+    return {
+        "threshold": DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
+        "calibrated": threshold is not None,
+        "veto": sorted(DEFAULT_VETO if veto is None else veto),
+        "judged": int(judged.sum()),
+        "judged_faithful": int((judgments["judged_faithful"] == 1.0).sum()),
+        "contradicted": int((judgments.loc[judged, "contradictions"] != "[]").sum()),
+        "failure_modes": {m: int((modes == m).sum()) for m in FAILURE_MODES},
+    }
+
+
+def judge_all(
+    judge: Judge,
+    generations: pd.DataFrame,
+    queries: dict[str, str],
+    progress: bool = True,
+    llm: Any | None = None,
+    weights: Mapping[str, float] | None = None,
+    threshold: float | None = None,
+    veto: Collection[str] | None = None,
+) -> pd.DataFrame:
+    """One judgment per generation, against the exact passages the generator saw.
+
+    The claim checker gives `claim_support` (supported / extracted claims) and `answer_support`
+    (its answer-level score, Verdict.soft_score: a calibrated P(faithful), the mean claim
+    probability, or the supported share), the composite's `claims` part; the LLM judge (`llm`, ragrig.judge.llm, optional)
+    its scores with `llm_status`; `faithfulness` is the composite of the available parts
+    (ragrig.judge.composite) with the weights used in `faithfulness_parts`, None unless the
+    status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
+    checker failure is 'error' (any exception, named in `error`) or 'invalid' (a verdict
+    breaking the partition rule); all are counted by the report.
+
+    The decision (`decide`, at `threshold`: judge.decision_threshold, else
+    DEFAULT_DECISION_THRESHOLD): `judged_faithful` 1/0 per scored answer on its `answer_support`,
+    0 whenever a hard check of a kind in `veto` (judge.veto, else DEFAULT_VETO) contradicts a
+    claim; every finding in `contradictions` (JSON), with the `failure_mode` of an unfaithful
+    answer."""
+    from ragrig.core.progress import track
+    from ragrig.judge.composite import composite
+
+    weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+    model = getattr(llm, "model_name", "") if llm is not None else ""
+    rows = []
+    # A judge that scores in batches (the verifier) reads every answer's pairs in one run; its
+    # time is shared out evenly over the answers' latency and CPU time.
+    shared_s = shared_cpu = 0.0
+    prefetch = getattr(judge, "prefetch", None)
+    if prefetch is not None:
+        items = [
+            (queries[g.qid], g.answer, json.loads(g.contexts))
+            for g in generations.itertuples(index=False)
+            if g.status not in GENERATION_FAILED
+        ]
+        t0, c0 = time.perf_counter(), time.process_time()
+        # a failure here is not lost: each answer then calls the model alone and records it
+        with contextlib.suppress(Exception):
+            prefetch(items)
+        if items:
+            shared_s = (time.perf_counter() - t0) / len(items)
+            shared_cpu = (time.process_time() - c0) / len(items)
+    answers = generations.itertuples(index=False)
+    for g in track(answers, "judge", "answers", len(generations)) if progress else answers:
+        if g.status in GENERATION_FAILED:
+            rows.append(
+                _Row(
+                    g.qid,
+                    "skipped",
+                    error=f"generation {g.status}",
+                    llm_status="skipped" if llm is not None else "disabled",
+                    judge_model=model,
+                )
+            )
+            continue
+        contexts = json.loads(g.contexts)
+        question = queries[g.qid]
+        t0, c0 = time.perf_counter(), time.process_time()
+        fields = _claim_fields(judge, question, g.answer, contexts)
+        if llm is None:
+            pass
+        elif not str(g.answer).strip():
+            fields["llm_status"] = "skipped"
+        else:
+            fields.update(_llm_fields(llm, question, g.answer, contexts))
+        hard = fields.pop("_contradictions", [])
+        fields["contradictions"] = json.dumps(
+            [{"claim": c, "kind": k, "detail": d} for c, k, d in hard], ensure_ascii=False
+        )
+        if fields["status"] == "scored":
+            decision, mode = decide(
+                fields.get("answer_support"),
+                fields["n_claims"],
+                fields["n_supported"],
+                hard,
+                DEFAULT_DECISION_THRESHOLD if threshold is None else threshold,
+                DEFAULT_VETO if veto is None else veto,
+            )
+            fields.update(judged_faithful=decision, failure_mode=mode)
+            value, used = composite(
+                {
+                    "claims": fields.get("answer_support"),
+                    "llm": fields.get("llm_faithfulness"),
+                    "entity": fields.get("entity_overlap"),
+                },
+                weights,
+            )
+            fields.update(faithfulness=value, faithfulness_parts=json.dumps(used, sort_keys=True))
+        rows.append(
+            _Row(
+                g.qid,
+                latency_ms=(time.perf_counter() - t0 + shared_s) * 1e3,
+                judge_cpu_s=time.process_time() - c0 + shared_cpu,
+                judge_model=model,
+                **fields,
+            )
+        )
+    df = pd.DataFrame([{c: getattr(r, c) for c in COLUMNS} for r in rows], columns=COLUMNS)
+    for col in FLOAT_COLUMNS:
+        df[col] = df[col].astype("float64")
+    for col in ("n_claims", "n_supported", "judge_prompt_tokens", "judge_completion_tokens"):
+        df[col] = df[col].astype("int64")
+    df["llm_cached"] = df["llm_cached"].astype(bool)
+    return df

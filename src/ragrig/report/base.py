@@ -1,0 +1,46 @@
+"""What every report backend shares: its types, protocol and backend registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ragrig.report.scorecard import (
+    Vectors,
+)
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    queries: pd.DataFrame
+    qrels: pd.DataFrame
+    retrieved: pd.DataFrame  # run before rerank
+    lanes: pd.DataFrame
+    reranked: pd.DataFrame
+    ann: pd.DataFrame | None
+    ann_timing: dict[str, float] | None
+    latency: pd.DataFrame  # qid, stage, latency_ms (embed_query, retrieve, rerank)
+    generations: pd.DataFrame
+    judgments: pd.DataFrame
+    # queries of the dataset's queries file that parse left out for having no judgment in the
+    # split (data/parse/manifest.json `queries_unjudged`): counted, never silently gone
+    unjudged_not_parsed: int = 0
+    # embed-stage vectors, for the relevance axis's semantic similarity (None: that part is
+    # left out, and the scorecard notes say so)
+    vectors: Vectors | None = None
+    # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
+    judge_weights: dict[str, float] | None = None
+    # people's labels of the judged answers (ragrig.dataset.labels.read_labels: qid -> {"human": 1|0})
+    # and the file they came from; None: no labels
+    labels: dict[str, dict] | None = None
+    labels_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    per_query: pd.DataFrame  # qid, measure, value + slice columns
+    slices: pd.DataFrame  # slice, slice_value, measure, mean, n
+    metrics: dict[str, Any]
+    scorecard: pd.DataFrame | None = None  # per answered query: axes, gate, diagnosis
