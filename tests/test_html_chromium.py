@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ragrig.report.html import write_run_page, write_sweep_page
+from ragrig.report.html import write_run_page
+from ragrig.sweep.page import write_sweep_page
 
 from .html_pages import EXPECTED_CARDS, SEED, known_metrics, per_query_table, sweep_rows
 

@@ -1,6 +1,6 @@
 """The package's import structure: no circle, arrows only down the layers, a small package root.
 
-The layers (docs/architecture.md): a module may import its own package, any package of a lower
+The layers (docs/index.md, "Layout"): a module may import its own package, any package of a lower
 layer, and, among the pipeline's stage packages, an upstream stage (its read-side API, e.g.
 `retrieve` reading `index`). Every `import` statement counts, lazy ones inside functions
 included; `if TYPE_CHECKING:` blocks do not (they never run), nor do the "ragrig.x:Name" strings

@@ -11,15 +11,8 @@ import pytest
 from ragrig.cli import app as cli
 from ragrig.core.errors import DataValidationError
 from ragrig.metrics.bootstrap import bootstrap_ci
-from ragrig.report.html import (
-    SWEEP_METRICS,
-    best_rows,
-    fmt_interval,
-    run_page_html,
-    sweep_page_html,
-    write_run_page,
-    write_sweep_page,
-)
+from ragrig.report.html import fmt_interval, run_page_html, write_run_page
+from ragrig.sweep.page import SWEEP_METRICS, best_rows, sweep_page_html, write_sweep_page
 
 from ..html_pages import (
     EXPECTED_CARDS,

@@ -10,15 +10,14 @@ import pandas as pd
 import pytest
 
 from ragrig.report.views import (
-    exp_show_args,
     headline,
     latency_table,
-    metrics_diff,
     recall_curve,
     rounded,
     total_latency,
     write_views,
 )
+from ragrig.tools.views import exp_show_args, metrics_diff
 
 # the shape of reports/metrics.json, with more digits than the headline keeps
 METRICS = {
@@ -222,7 +221,7 @@ def test_exp_show_selection_keeps_headline_and_swept_params_only():
 
 
 def test_exp_show_command_is_the_one_the_docs_document():
-    from ragrig.report.views import exp_show_command
+    from ragrig.tools.views import exp_show_command
 
     from ..conftest import PROJECT
 

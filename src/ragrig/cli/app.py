@@ -299,7 +299,7 @@ def cmd_sweep_page(args: argparse.Namespace) -> int:
     import json
 
     from ragrig.core.errors import DataValidationError
-    from ragrig.report.html import validate_rows, write_sweep_page
+    from ragrig.sweep.page import validate_rows, write_sweep_page
 
     path = Path(args.rows)
     try:
@@ -316,7 +316,7 @@ def cmd_sweep_page(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics_diff(args: argparse.Namespace) -> int:
-    from ragrig.report.views import metrics_diff
+    from ragrig.tools.views import metrics_diff
 
     text, code = metrics_diff(_root(), args.a_rev, args.b_rev)
     print(text, file=sys.stderr if code else sys.stdout)
@@ -324,7 +324,7 @@ def cmd_metrics_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_exp_show(args: argparse.Namespace) -> int:
-    from ragrig.report.views import exp_show_args
+    from ragrig.tools.views import exp_show_args
 
     cmd = ["dvc", "exp", "show", *exp_show_args(), *args.dvc_args]
     return subprocess.run(cmd, cwd=_root()).returncode

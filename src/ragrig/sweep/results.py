@@ -46,7 +46,7 @@ def write_rows(rows: list[dict[str, Any]], sweep_dir: Path) -> Path:
 
 def write_sweep_page(rows: list[dict[str, Any]], sweep_dir: Path) -> Path:
     """The HTML page comparing every point (ragrig.report.html.write_sweep_page)."""
-    from ragrig.report.html import write_sweep_page as render
+    from ragrig.sweep.page import write_sweep_page as render
 
     return render(rows, sweep_dir / "index.html")
 
