@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragrig.runtime.bounded import BoundedWorker, RemoteError
+from ragrig.runtime.bounded import BoundedWorker, WorkerError
 
 
 def _module_worker(name: str, method: str, timeout_s: float = 10.0) -> BoundedWorker:
@@ -35,7 +35,7 @@ def test_a_call_past_the_timeout_is_stopped_and_the_next_call_starts_a_new_child
 
 def test_an_exception_in_the_child_comes_back_with_its_type_and_the_child_stays():
     with _module_worker("time", "sleep") as w:
-        with pytest.raises(RemoteError, match="ValueError: sleep length must be non-negative"):
+        with pytest.raises(WorkerError, match="ValueError: sleep length must be non-negative"):
             w.call(-1)
         pid = w._proc.pid
         assert w.call(0) is None and w._proc.pid == pid and w.restarts == 0
@@ -43,14 +43,14 @@ def test_an_exception_in_the_child_comes_back_with_its_type_and_the_child_stays(
 
 def test_a_child_that_dies_mid_call_is_an_error_not_a_hang():
     with _module_worker("os", "_exit") as w:
-        with pytest.raises(RemoteError, match=r"the worker process died \(exit code 3\)"):
+        with pytest.raises(WorkerError, match=r"the worker process died \(exit code 3\)"):
             w.call(3)
         assert w.restarts == 1
 
 
 def test_a_failed_build_is_reported_on_the_call():
     w = _module_worker("no_such_module_for_ragrig", "anything")
-    with pytest.raises(RemoteError, match="building the worker failed: ModuleNotFoundError"):
+    with pytest.raises(WorkerError, match="building the worker failed: ModuleNotFoundError"):
         w.call()
     assert w._proc is None
 

@@ -4,8 +4,8 @@ An in-process llama.cpp call cannot be interrupted from Python. `BoundedWorker` 
 (e.g. the GGUF judge model) in a child process and sends it one call at a time; a call that does
 not answer within `timeout_s` raises TimeoutError and the child is killed, so the work really
 stops. The next call starts a fresh child (the object is built again: a model load). An
-exception inside the child comes back as RemoteError with its type and message; a child that
-dies mid-call raises RemoteError too (counted by the caller, never a hang). A child whose
+exception inside the child comes back as WorkerError with its type and message; a child that
+dies mid-call raises WorkerError too (counted by the caller, never a hang). A child whose
 parent is gone (killed by SIGKILL, or by SIGTERM outside a stage) ends itself within a second.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-class RemoteError(RuntimeError):
+class WorkerError(RuntimeError):
     """The call failed in the child process (its exception, or the child died)."""
 
 
@@ -86,7 +86,7 @@ class BoundedWorker:
         status, detail = self._receive(self.build_timeout_s, "building the worker")
         if status != "ready":
             self.close()
-            raise RemoteError(f"building the worker failed: {detail}")
+            raise WorkerError(f"building the worker failed: {detail}")
 
     def _receive(self, timeout_s: float, what: str, before_kill: float | None = None) -> tuple:
         try:
@@ -106,7 +106,7 @@ class BoundedWorker:
                 self._proc.join(5)
                 code = self._proc.exitcode
             self._kill()
-            raise RemoteError(f"{what}: the worker process died (exit code {code})") from None
+            raise WorkerError(f"{what}: the worker process died (exit code {code})") from None
 
     def _child_cpu(self) -> float:
         import psutil
@@ -127,12 +127,12 @@ class BoundedWorker:
             self._conn.send((args, kwargs))
         except (BrokenPipeError, OSError):
             self._kill()
-            raise RemoteError("the worker process died before the call") from None
+            raise WorkerError("the worker process died before the call") from None
         status, value = self._receive(self.timeout_s, "call", before_kill=c0)
         self.cpu_s += max(self._child_cpu() - c0, 0.0)
         if status == "ok":
             return value
-        raise RemoteError(value)
+        raise WorkerError(value)
 
     def _kill(self) -> None:
         if self._proc is not None:
