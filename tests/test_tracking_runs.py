@@ -81,7 +81,7 @@ def test_run_killed_while_logging_is_marked_failed(tmp_path):
     assert proc.wait(timeout=60) != 0
     (term,) = _runs(uri)
     assert term["status"] == "FAILED"
-    assert term["tags"]["ragrig.error"] == "_Terminated: signal 15"
+    assert term["tags"]["ragrig.error"] == "Terminated: signal 15"
     assert term["params"]["retrieve.method"] == "bm25"
 
     # SIGKILL cannot be caught: the run stays RUNNING until the next report opens the store

@@ -28,6 +28,7 @@ from pathlib import Path
 from ragrig.core.errors import DataValidationError
 from ragrig.dataset.config import Download
 from ragrig.runtime.process import pid_alive
+from ragrig.runtime.signals import Terminated, sigterm_raises
 
 _DIGITS = re.compile(r"[0-9]+")
 OWNER_FILE = "owner.pid"  # inside a temp folder: the pid of the process downloading into it
@@ -230,32 +231,15 @@ def remove_stale_temps(root: Path) -> list[Path]:
     return removed
 
 
-class _Terminated(BaseException):  # noqa: N818
-    """SIGTERM, raised where the process was so that every `with` cleans up on the way out."""
-
-
 @contextlib.contextmanager
 def _sigterm_cleans_up(url: str) -> Iterator[None]:
     """Turn SIGTERM into an exception so the temp folder is removed, then die of the signal."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
-    ):
-        yield
-        return
-
-    def on_term(signum, frame):
-        raise _Terminated
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        yield
-    except _Terminated:
-        signal.signal(signal.SIGTERM, previous)
-        os.kill(os.getpid(), signal.SIGTERM)  # cleanup done: terminate as the signal asked
+        with sigterm_raises(lambda signum: Terminated()):
+            yield
+    except Terminated:  # cleanup done, the handler restored: terminate as the signal asked
+        os.kill(os.getpid(), signal.SIGTERM)
         raise DataValidationError(f"download of {url} stopped by SIGTERM") from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def ensure_dataset(root: Path, spec: Download | None) -> str:

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 from ragrig.core.paths import project_root
 from ragrig.runtime.process import pid_alive
+from ragrig.runtime.signals import sigterm_raises
 from ragrig.tracking.contents import (
     DEFAULT_VIEW,
     VIEW_TAG_PREFIX,
@@ -200,26 +200,6 @@ def fail_abandoned_runs(uri: str, experiment_id: str, client: Any = None) -> lis
     return failed
 
 
-class _Terminated(BaseException):
-    """Raised in the logging process on SIGTERM so the open run is closed as FAILED."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise _Terminated(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def update_view(client: Any, experiment_id: str, contents: RunContents) -> None:
     """Write the runs-table views this run belongs to (default columns: headline metrics and the
     swept or changed params), keeping the param columns earlier runs added; a tag is written
@@ -324,7 +304,7 @@ def log_contents(
     fail_abandoned_runs(uri, experiment_id, client)
     tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
     run_id = None
-    with _sigterm_raises():
+    with sigterm_raises():
         try:
             run = client.create_run(experiment_id, run_name=contents.name, tags=tags)
             run_id = run.info.run_id
