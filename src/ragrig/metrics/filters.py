@@ -1,0 +1,130 @@
+"""Metadata filters and what they cost (METRICS.md, "Filters: eligibility vs relevance").
+
+Eligibility (tenant, permissions) is a hard invariant checked on its own; a relevance preference
+(locale, recency, version) may be a hard filter. Gold sets are intersected with the caller's
+eligible documents first; a query whose gold is all ineligible belongs to the permission tests,
+not to these measures.
+
+* false-exclusion rate = queries whose every eligible gold document the filter removed / queries
+  with at least one eligible gold document (an empty denominator raises: an unmeasured rate is
+  never 0);
+* per-document exclusion rate = eligible gold documents the filter removed / eligible gold
+  documents (the partial losses the query rate hides);
+* Recall@k keeps the original eligible gold set as its denominator: rebuilding the gold set after
+  filtering (dropping queries whose gold was filtered out) inflates recall, and is offered here
+  only to show by how much (`recall_over_filtered_gold`, named invalid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Metadata = Mapping[str, Mapping[str, Any]]  # doc id -> field -> value
+
+
+def matches(meta: Mapping[str, Any], predicate: Mapping[str, Any]) -> bool:
+    """Whether a document's metadata satisfies every field of a predicate (a value, or a list
+    of accepted values); a field the document lacks fails."""
+    for field, wanted in predicate.items():
+        if field not in meta:
+            return False
+        accepted = wanted if isinstance(wanted, list | tuple | set | frozenset) else (wanted,)
+        if meta[field] not in accepted:
+            return False
+    return True
+
+
+def passing(metadata: Metadata, predicate: Mapping[str, Any] | None) -> set[str]:
+    """The documents a hard predicate keeps (all of them when there is none)."""
+    if not predicate:
+        return set(metadata)
+    return {d for d, meta in metadata.items() if matches(meta, predicate)}
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    rate: float  # queries whose every eligible gold document was removed / eligible queries
+    eligible_queries: int  # queries with at least one eligible gold document (the denominator)
+    excluded_queries: tuple[str, ...]  # the numerator's queries, sorted
+    document_rate: float  # eligible gold documents removed / eligible gold documents
+    eligible_gold: int  # eligible gold documents over all eligible queries
+    ineligible_only: tuple[str, ...]  # queries whose gold is all ineligible: left out, named
+
+
+def false_exclusion(
+    gold: Mapping[str, Sequence[str]],
+    filters: Mapping[str, Mapping[str, Any] | None],
+    metadata: Metadata,
+    eligibility: Mapping[str, Any] | None,
+) -> Exclusion:
+    """The filter false-exclusion rate of `filters` (qid -> hard predicate) over `gold`."""
+    eligible = passing(metadata, eligibility)
+    unknown = sorted({d for docs in gold.values() for d in docs} - set(metadata))
+    if unknown:
+        raise ValueError(f"gold documents with no metadata: {unknown[:10]}")
+    excluded, ineligible_only = [], []
+    n_queries = n_gold = n_removed = 0
+    for qid in sorted(gold):
+        kept_gold = [d for d in gold[qid] if d in eligible]
+        if not kept_gold:
+            ineligible_only.append(qid)
+            continue
+        allowed = passing(metadata, filters.get(qid))
+        removed = [d for d in kept_gold if d not in allowed]
+        n_queries += 1
+        n_gold += len(kept_gold)
+        n_removed += len(removed)
+        if len(removed) == len(kept_gold):
+            excluded.append(qid)
+    if n_queries == 0:
+        raise ValueError(
+            "filter false-exclusion rate: no query has an eligible gold document "
+            "(an unmeasured rate is not 0)"
+        )
+    return Exclusion(
+        rate=len(excluded) / n_queries,
+        eligible_queries=n_queries,
+        excluded_queries=tuple(excluded),
+        document_rate=n_removed / n_gold,
+        eligible_gold=n_gold,
+        ineligible_only=tuple(ineligible_only),
+    )
+
+
+def recall_at_k(
+    rankings: Mapping[str, Sequence[str]],
+    gold: Mapping[str, Sequence[str]],
+    eligible: set[str],
+    k: int,
+) -> float:
+    """Mean Recall@k over the queries with an eligible gold document, each against its
+    original eligible gold set (what the filter removed still counts as missed)."""
+    if k <= 0:
+        raise ValueError("k must be positive")
+    values = []
+    for qid, docs in sorted(gold.items()):
+        kept = {d for d in docs if d in eligible}
+        if kept:
+            top = list(rankings.get(qid, ()))[:k]
+            values.append(len(kept & set(top)) / len(kept))
+    if not values:
+        raise ValueError("Recall@k: no query has an eligible gold document")
+    return sum(values) / len(values)
+
+
+def recall_over_filtered_gold(
+    rankings: Mapping[str, Sequence[str]],
+    gold: Mapping[str, Sequence[str]],
+    allowed: Mapping[str, set[str]],
+    k: int,
+) -> float:
+    """INVALID, shown only to measure the inflation: Recall@k with each query's gold set rebuilt
+    after filtering (`allowed`: qid -> documents its filter and eligibility keep), queries whose
+    gold was filtered out dropped."""
+    filtered = {q: [d for d in docs if d in allowed[q]] for q, docs in gold.items()}
+    kept = {q: docs for q, docs in filtered.items() if docs}
+    if not kept:
+        raise ValueError("no query keeps a gold document after filtering")
+    return recall_at_k(rankings, kept, set().union(*allowed.values()), k)
