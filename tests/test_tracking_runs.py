@@ -24,7 +24,7 @@ _CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from mlflow.tracking import MlflowClient
-    from ragrig.report import tracking
+    from ragrig.tracking import run as tracking
 
     ready = Path(sys.argv[2])
     def stuck(*args, **kwargs):
