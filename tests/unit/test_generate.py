@@ -15,12 +15,12 @@ from ragrig.generate import (
     citations,
     generate_all,
     make_generator,
-    redact,
     sample_queries,
 )
 from ragrig.generate.extractive import REFUSAL, ExtractiveGenerator
 from ragrig.generate.llama_cpp import LlamaCppGenerator
 from ragrig.generate.prompt import SYSTEM_PROMPT, VERDICT_LABELS, chat_messages, read_completion
+from ragrig.llm.redact import redact
 
 CONTEXT = [
     "Mars has two moons, Phobos and Deimos. Mars is red.",

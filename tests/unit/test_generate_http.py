@@ -11,7 +11,8 @@ import pytest
 
 from ragrig.core.config import validate_section
 from ragrig.core.errors import ConfigError
-from ragrig.generate import REDACTED, generate_all, make_generator
+from ragrig.generate import generate_all, make_generator
+from ragrig.llm.redact import REDACTED
 
 CONTEXT = ["Mars has two moons, Phobos and Deimos.", "Curiosity landed on Mars in 2012."]
 

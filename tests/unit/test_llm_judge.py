@@ -16,10 +16,10 @@ import pytest
 from ragrig.core.config import validate_section
 from ragrig.core.errors import ConfigError
 from ragrig.core.schemas import LLM_JUDGE_STATUSES, validate
-from ragrig.generate import REDACTED
 from ragrig.judge import judge_all
 from ragrig.judge.llm import SCHEMA, LLMVerdict, judge_messages, make_llm_judge, parse_verdict
 from ragrig.judge.overlap import OverlapJudge
+from ragrig.llm.redact import REDACTED
 
 CONTEXT = ["Mars has two moons, Phobos and Deimos.", "Curiosity landed on Mars in 2012."]
 QUESTION = "How many moons does Mars have?"
