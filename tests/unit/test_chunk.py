@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from ragrig.chunk import chunk_documents
-from ragrig.chunk.chunkers import DocumentChunker, RecursiveTokenChunker, load_tokenizer
+from ragrig.chunk.base import load_tokenizer
+from ragrig.chunk.document import DocumentChunker
+from ragrig.chunk.recursive import RecursiveTokenChunker
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from ragrig.chunk import chunk_documents, make_chunker
-from ragrig.chunk.chunkers import DocumentChunker, RecursiveTokenChunker, load_tokenizer
+from ragrig.chunk.base import load_tokenizer
+from ragrig.chunk.document import DocumentChunker
 from ragrig.chunk.hybrid import Element, HybridDoclingChunker, paragraphs, uncovered_runs
+from ragrig.chunk.recursive import RecursiveTokenChunker
 from ragrig.chunk.semantic import SemanticChunker, pack, sentence_spans
 from ragrig.chunk.structure import Elements, units
 from ragrig.metrics import ingestion as m

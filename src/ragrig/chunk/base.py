@@ -14,8 +14,8 @@ class Chunker(Protocol):
 
 
 CHUNKERS = {
-    "document": "ragrig.chunk.chunkers:DocumentChunker",
-    "recursive": "ragrig.chunk.chunkers:RecursiveTokenChunker",
+    "document": "ragrig.chunk.document:DocumentChunker",
+    "recursive": "ragrig.chunk.recursive:RecursiveTokenChunker",
     "hybrid": "ragrig.chunk.hybrid:HybridDoclingChunker",
     "semantic": "ragrig.chunk.semantic:SemanticChunker",
 }
@@ -23,3 +23,20 @@ CHUNKERS = {
 
 def make_chunker(cfg: Any) -> Chunker:
     return resolve(CHUNKERS, cfg.method, "chunker").from_config(cfg)
+
+
+def load_tokenizer(ref: str) -> Any:
+    """A fast tokenizer (tokenizers.Tokenizer) from a packaged model, a folder or a tokenizer.json."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer
+
+    from ragrig.weights.models import resolve_model
+
+    path = Path(resolve_model(ref))
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok

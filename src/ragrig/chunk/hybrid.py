@@ -62,7 +62,7 @@ class HybridDoclingChunker:
         from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
         from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
-        from ragrig.chunk.chunkers import load_tokenizer
+        from ragrig.chunk.base import load_tokenizer
 
         if overlap >= max_tokens:
             raise ValueError("overlap must be smaller than max_tokens")

@@ -69,7 +69,7 @@ def ingestion_metrics(
 ) -> dict[str, Any]:
     """Everything data/chunk/ingestion.json holds; `encode`/`segment` default to the packaged
     MiniLM sentence model and pysbd (loaded only when coherence is measured)."""
-    from ragrig.chunk.chunkers import load_tokenizer
+    from ragrig.chunk.base import load_tokenizer
 
     index = Elements(elements)
     tok = load_tokenizer(getattr(cfg, "tokenizer", "packaged:all-MiniLM-L6-v2"))

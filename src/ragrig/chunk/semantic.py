@@ -114,7 +114,7 @@ class SemanticChunker:
 
     @classmethod
     def from_config(cls, cfg: Any) -> SemanticChunker:
-        from ragrig.chunk.chunkers import load_tokenizer
+        from ragrig.chunk.base import load_tokenizer
 
         model = load_sentence_model(cfg.model)
         tok = load_tokenizer(cfg.tokenizer)

@@ -21,9 +21,9 @@ class Reranker(Protocol):
 
 
 RERANKERS = {
-    "identity": "ragrig.rerank.rerankers:IdentityReranker",
-    "cross_encoder": "ragrig.rerank.rerankers:CrossEncoderReranker",
-    "trained": "ragrig.rerank.rerankers:TrainedReranker",
+    "identity": "ragrig.rerank.identity:IdentityReranker",
+    "cross_encoder": "ragrig.rerank.cross_encoder:CrossEncoderReranker",
+    "trained": "ragrig.rerank.cross_encoder:TrainedReranker",
 }
 
 

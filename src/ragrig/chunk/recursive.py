@@ -1,21 +1,10 @@
-"""Chunkers: whole document, and recursive token windows aligned to separators."""
+"""The recursive token-window chunker (`chunk=recursive`): windows aligned to separators."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class DocumentChunker:
-    """One chunk per document."""
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> DocumentChunker:
-        return cls()
-
-    def spans(self, content: str) -> list[tuple[int, int]]:
-        return [(0, len(content))]
+from ragrig.chunk.base import load_tokenizer
 
 
 class RecursiveTokenChunker:
@@ -71,20 +60,3 @@ class RecursiveTokenChunker:
                 break
             start = max(end - self.overlap, start + 1)
         return spans
-
-
-def load_tokenizer(ref: str) -> Any:
-    """A fast tokenizer (tokenizers.Tokenizer) from a packaged model, a folder or a tokenizer.json."""
-    from pathlib import Path
-
-    from tokenizers import Tokenizer
-
-    from ragrig.weights.models import resolve_model
-
-    path = Path(resolve_model(ref))
-    if path.is_dir():
-        path = path / "tokenizer.json"
-    tok = Tokenizer.from_file(str(path))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok

@@ -1,5 +1,5 @@
-"""Rerankers: identity, a sentence-transformers CrossEncoder (local folder or hub id), and the
-cross-encoder the train_rerank stage fine-tunes (`trained`)."""
+"""A sentence-transformers CrossEncoder reranker (`rerank=cross_encoder`: a local folder or a hub
+id) and the cross-encoder the train_rerank stage fine-tunes (`rerank=trained`)."""
 
 from __future__ import annotations
 
@@ -36,17 +36,6 @@ def available_models(trained_folder: str = TRAINED_OUTPUT) -> str:
         f"available: {mine}; any local cross-encoder folder; cached hub models: "
         f"{', '.join(hub) if hub else 'none'}; or rerank=identity"
     )
-
-
-class IdentityReranker:
-    """Keeps the retrieval order and scores (the no-rerank baseline)."""
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> IdentityReranker:
-        return cls()
-
-    def rerank(self, query: str, candidates: list[Candidate]) -> list[Candidate]:
-        return list(candidates)
 
 
 class CrossEncoderReranker:
