@@ -128,3 +128,65 @@ def recall_over_filtered_gold(
     if not kept:
         raise ValueError("no query keeps a gold document after filtering")
     return recall_at_k(rankings, kept, set().union(*allowed.values()), k)
+
+
+@dataclass(frozen=True)
+class HardOrSoft:
+    """The pre-registered rule's verdict for one relevance preference, on the same queries."""
+
+    use_hard: bool
+    precision_gain: float  # mean of hard - soft precision per query
+    gain_interval: tuple[float, float] | None  # paired bootstrap interval of that mean
+    recall_change: float  # hard recall - soft recall (mean per query)
+    exclusion_rate: float  # the hard filter's false-exclusion rate on these queries
+    reasons: tuple[str, ...]  # each condition that failed, in words (empty: hard is used)
+
+
+def hard_or_soft(
+    hard_precision: Mapping[str, float],
+    soft_precision: Mapping[str, float],
+    hard_recall: Mapping[str, float],
+    soft_recall: Mapping[str, float],
+    exclusion_rate: float,
+    *,
+    min_gain: float,
+    max_exclusion: float,
+    max_recall_loss: float,
+    seed: int,
+) -> HardOrSoft:
+    """Use the hard filter only if the lower bound of the precision gain's paired interval is at
+    least `min_gain`, its false-exclusion rate at most `max_exclusion` and its recall loss within
+    `max_recall_loss` (hard recall - soft recall >= -max_recall_loss). The three limits are
+    pre-registered (configuration), never fitted to the outcome. Queries: the same on both sides
+    (a mismatch raises)."""
+    from ragrig.metrics.deltas import bootstrap_interval
+
+    qids = sorted(hard_precision)
+    for name, side in (("soft precision", soft_precision), ("hard recall", hard_recall)):
+        if sorted(side) != qids:
+            raise ValueError(f"hard vs soft: {name} is not over the same queries")
+    if sorted(soft_recall) != qids:
+        raise ValueError("hard vs soft: soft recall is not over the same queries")
+    if not qids:
+        raise ValueError("hard vs soft: no query to compare on")
+    gains = [hard_precision[q] - soft_precision[q] for q in qids]
+    gain = sum(gains) / len(gains)
+    interval = bootstrap_interval(gains, seed)
+    recall_change = sum(hard_recall[q] - soft_recall[q] for q in qids) / len(qids)
+    reasons = []
+    if interval is None:
+        reasons.append("fewer than 2 queries: no interval for the gain")
+    elif interval[0] < min_gain:
+        reasons.append(f"gain's lower bound {interval[0]:.4f} < {min_gain}")
+    if exclusion_rate > max_exclusion:
+        reasons.append(f"false-exclusion rate {exclusion_rate:.4f} > {max_exclusion}")
+    if recall_change < -max_recall_loss:
+        reasons.append(f"recall change {recall_change:.4f} < -{max_recall_loss}")
+    return HardOrSoft(
+        use_hard=not reasons,
+        precision_gain=gain,
+        gain_interval=interval,
+        recall_change=recall_change,
+        exclusion_rate=exclusion_rate,
+        reasons=tuple(reasons),
+    )
