@@ -432,39 +432,35 @@ def build_parser() -> argparse.ArgumentParser:
     pe.set_defaults(func=cmd_exp_show)
     pi = sub.add_parser("init-dvc", help="set up DVC in this checkout")
     pi.set_defaults(func=cmd_init_dvc)
-    # verbs with a command line of their own: main() hands them every argument after the verb
-    for verb, text in PASS_THROUGH.items():
-        sub.add_parser(verb, help=text, add_help=False)
+    pg_ = sub.add_parser(
+        "check-install", help="fail early on installs known to break the CPU torch stack"
+    )
+    pg_.set_defaults(func=cmd_check_install)
+    # a sweep has a command line of its own: main() hands it every argument after the verb
+    sub.add_parser(
+        "sweep",
+        help="a sweep of DVC experiments: `ragrig sweep --help` (Hydra overrides, -j, queue, "
+        "prepare, hydra)",
+        add_help=False,
+    )
     from ragrig.cli import commands
 
     commands.add_parsers(sub)
     return p
 
 
-PASS_THROUGH = {
-    "sweep": "a sweep of DVC experiments: `ragrig sweep --help` (Hydra overrides, -j, queue, "
-    "prepare, hydra)",
-    "check-install": "fail early on installs known to break the CPU torch stack",
-}
-
-
-def _pass_through(verb: str, rest: list[str]) -> int:
-    if verb == "sweep":
-        from ragrig.cli.sweep import main as sweep
-
-        return sweep(rest)
+def cmd_check_install(args: argparse.Namespace) -> int:
     from ragrig.runtime.guards import main as guards
 
-    if rest:
-        print(f"ragrig check-install: takes no arguments, got {' '.join(rest)}", file=sys.stderr)
-        return 2
     return guards()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in PASS_THROUGH:
-        return _pass_through(argv[0], argv[1:])
+    if argv[:1] == ["sweep"]:
+        from ragrig.cli.sweep import main as sweep
+
+        return sweep(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command == "exp-show":  # the rest goes to `dvc exp show` as it is (--csv, -A ...)

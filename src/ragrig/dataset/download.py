@@ -235,7 +235,7 @@ def remove_stale_temps(root: Path) -> list[Path]:
 def _sigterm_cleans_up(url: str) -> Iterator[None]:
     """Turn SIGTERM into an exception so the temp folder is removed, then die of the signal."""
     try:
-        with sigterm_raises(lambda signum: Terminated()):
+        with sigterm_raises():
             yield
     except Terminated:  # cleanup done, the handler restored: terminate as the signal asked
         os.kill(os.getpid(), signal.SIGTERM)

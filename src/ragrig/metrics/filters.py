@@ -162,11 +162,14 @@ def hard_or_soft(
     from ragrig.metrics.deltas import bootstrap_interval
 
     qids = sorted(hard_precision)
-    for name, side in (("soft precision", soft_precision), ("hard recall", hard_recall)):
+    sides = {
+        "soft precision": soft_precision,
+        "hard recall": hard_recall,
+        "soft recall": soft_recall,
+    }
+    for name, side in sides.items():
         if sorted(side) != qids:
             raise ValueError(f"hard vs soft: {name} is not over the same queries")
-    if sorted(soft_recall) != qids:
-        raise ValueError("hard vs soft: soft recall is not over the same queries")
     if not qids:
         raise ValueError("hard vs soft: no query to compare on")
     gains = [hard_precision[q] - soft_precision[q] for q in qids]
