@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
@@ -19,13 +18,13 @@ def main() -> None:
     from ragrig.core.config import load_params, load_section
     from ragrig.core.io import atomic_dir, read_json, write_json
     from ragrig.report.html import write_run_page
-    from ragrig.report.inputs import precision_decisions, read_inputs
+    from ragrig.report.inputs import read_inputs
     from ragrig.report.paired import write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
+    from ragrig.report.publish import artifact_files, publish
     from ragrig.report.step import compute
     from ragrig.report.views import run_tables, write_views
-    from ragrig.tracking.contents import answer_traces, answers_table, precision_tags
-    from ragrig.tracking.run import configure, log_run, preload
+    from ragrig.tracking.run import configure, preload
 
     cfg = load_section("report", args.params)
     uri = None
@@ -33,7 +32,7 @@ def main() -> None:
         preload()
         # the store and artifact bucket reachable, before the report computes (seconds)
         uri = configure(cfg.mlflow, Path.cwd())
-    parse_dir, embed_dir, retrieve_dir, rerank_dir, generate_dir, judge_dir = args.inputs
+    _, embed_dir, _, _, generate_dir, judge_dir = args.inputs
     inputs = read_inputs(*args.inputs, labels_file=Path(cfg.scorecard.labels.file))
     params = load_params(args.params)
     ingestion = read_json(args.ingestion) if args.ingestion is not None else None
@@ -56,36 +55,9 @@ def main() -> None:
         )
     print(summary)
     if uri is not None:
-        started = time.perf_counter()
-        run_id = log_run(
-            uri,
-            cfg.mlflow.experiment,
-            params,
-            report.metrics,
-            [
-                args.metrics,
-                args.out / "per_query.parquet",
-                args.out / "slices.csv",
-                args.out / "scorecard.csv",
-                args.out / "deltas.csv",
-                args.out / "deltas.json",
-                args.out / "summary.txt",
-                *sorted((args.out / "plots").glob("*.png")),
-                *([args.html] if args.html is not None else []),
-            ],
-            Path.cwd(),
-            answers=answers_table(
-                inputs.queries, inputs.generations, inputs.judgments, report.scorecard
-            ),
-            artifacts_location=cfg.mlflow.artifact_location,
-            traces=(
-                answer_traces(inputs.queries, inputs.generations, inputs.judgments)
-                if cfg.mlflow.traces
-                else None
-            ),
-            tags=precision_tags(precision_decisions(embed_dir, generate_dir, judge_dir)),
-        )
-        waited = time.perf_counter() - started
+        files = artifact_files(args.metrics, args.out, args.html)
+        stage_dirs = (embed_dir, generate_dir, judge_dir)
+        run_id, waited = publish(uri, cfg.mlflow, params, report, inputs, files, stage_dirs)
         print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")
 
 
