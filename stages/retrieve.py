@@ -19,7 +19,13 @@ def main() -> None:
     from ragrig.core.io import atomic_dir, read_json, read_table, write_json, write_table
     from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
-    from ragrig.retrieve import check_ann, lanes_of, retrieve_all
+    from ragrig.retrieve import (
+        check_ann,
+        filter_variant_runs,
+        lanes_of,
+        prepare_filters,
+        retrieve_all,
+    )
 
     parse_dir, chunk_dir, embed_dir, index_dir = args.inputs
     cfg = load_section("retrieve", args.params)
@@ -39,16 +45,37 @@ def main() -> None:
         else None
     )
     qvecs = np.load(embed_dir / "queries.npy") if dense is not None else None
-    run, lane_runs, latency = retrieve_all(
-        cfg,
-        queries["qid"].tolist(),
-        queries["text"].tolist(),
-        qvecs,
-        dense,
-        sparse,
-        chunks["doc_id"].to_numpy(),
-        chunks["chunk_id"].to_numpy(),
-    )
+    fcfg = load_section("filters", args.params)
+    chunk_doc = chunks["doc_id"].to_numpy()
+
+    def retrieve(plan=None, label=""):
+        return retrieve_all(
+            cfg,
+            queries["qid"].tolist(),
+            queries["text"].tolist(),
+            qvecs,
+            dense,
+            sparse,
+            chunk_doc,
+            chunks["chunk_id"].to_numpy(),
+            plan=plan,
+            label=label,
+        )
+
+    filtered = variants = None
+    if fcfg.enabled:
+        filtered = prepare_filters(
+            fcfg,
+            queries,
+            read_table(parse_dir / "documents.parquet", "documents"),
+            read_table(parse_dir / "qrels.parquet", "qrels"),
+            chunk_doc,
+        )
+    run, lane_runs, latency = retrieve(filtered.plan if filtered else None)
+    if filtered is not None and fcfg.compare and fcfg.preferences:
+        variants = filter_variant_runs(
+            fcfg, filtered, chunk_doc, lambda plan, label: retrieve(plan, label)[0]
+        )
     ann, ann_fields = check_ann(
         cfg,
         dense,
@@ -57,16 +84,34 @@ def main() -> None:
         qvecs,
     )
     summary = {"method": cfg.method, "queries": len(queries), **ann_fields}
+    if filtered is not None:
+        summary["filters"] = filtered.manifest
     with atomic_dir(args.out) as out:
         write_table(run, out / "run.parquet", "run")
         write_table(lane_runs, out / "lanes.parquet", "lanes")
         write_table(latency, out / "latency.parquet", "latency")
         if ann is not None:
             write_table(ann, out / "ann_recall.parquet", "ann_recall")
+        if filtered is not None:
+            write_table(filtered.metadata, out / "doc_metadata.parquet", "doc_metadata")
+            write_table(filtered.predicates, out / "predicates.parquet", "predicates")
+        if variants is not None:
+            write_table(variants, out / "filter_runs.parquet", "filter_runs")
         write_json(out / "manifest.json", summary)
     msg = f"retrieve: {cfg.method}, {run['qid'].nunique()} queries"
     if ann is not None:
         msg += f", ANN recall@{cfg.ann_recall_k} vs exact {summary['ann_recall_mean']:.4f}"
+    if filtered is not None:
+        f = filtered.manifest
+        msg += (
+            f"; filters: {f['queries_filtered_before_search']} queries filtered before search, "
+            f"{f['queries_soft_boosted']} soft-boosted"
+            + (
+                f", {variants['variant'].nunique()} hard/soft variants"
+                if variants is not None
+                else ""
+            )
+        )
     print(msg)
 
 

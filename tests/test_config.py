@@ -41,6 +41,7 @@ def test_every_group_has_options():
         "index/dense",
         "index/sparse",
         "retrieve",
+        "filters",
         "rerank",
         "generate",
         "train_verifier",

@@ -334,7 +334,6 @@ def test_compare_flags_both_directions():
     assert partly == [
         "src/ragrig/metrics/calibration.py",
         "src/ragrig/metrics/fidelity.py",
-        "src/ragrig/metrics/filters.py",
         "src/ragrig/metrics/ingestion.py",
     ]
     assert "src/ragrig/core/io.py" in missing and "src/ragrig/judge/overlap.py" not in missing

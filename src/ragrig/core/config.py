@@ -55,6 +55,7 @@ SECTIONS: dict[str, str] = {
     "embed": "ragrig.embed.config:EmbedConfig",
     "index": "ragrig.index.config:IndexConfig",
     "retrieve": "ragrig.retrieve.config:RetrieveConfig",
+    "filters": "ragrig.retrieve.config:FilterConfig",
     "rerank": "ragrig.rerank.config:RerankConfig",
     "generate": "ragrig.generate.config:GenerateConfig",
     "train_verifier": "ragrig.train_verifier.config:TrainVerifierConfig",

@@ -76,6 +76,23 @@ SCHEMAS: dict[str, Schema] = {
         {"qid": "str", "doc_id": "str", "chunk_id": "str", "score": "float", "rank": "int"},
         ("qid", "doc_id"),
     ),
+    # retrieve with metadata filters (ragrig.retrieve.filters): each document's metadata (one
+    # text column per field), each query's predicate, and the runs of the hard/soft variants
+    "doc_metadata": Schema({"doc_id": "str"}, ("doc_id",)),
+    "predicates": Schema(
+        {"qid": "str", "predicate": "str", "hard": "str", "soft": "str"}, ("qid",)
+    ),
+    "filter_runs": Schema(
+        {
+            "variant": "str",
+            "qid": "str",
+            "doc_id": "str",
+            "chunk_id": "str",
+            "score": "float",
+            "rank": "int",
+        },
+        ("variant", "qid", "doc_id"),
+    ),
     "lanes": Schema(
         {
             "lane": "str",

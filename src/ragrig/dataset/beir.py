@@ -44,6 +44,11 @@ class BeirDataset:
     # metadata fields left out because some value is an object or a list (e.g. SciFact's
     # evidence, keyed by document id): they cannot be a slice.
     nested_metadata_fields: tuple[str, ...] = ()
+    # doc_id -> {field: scalar} from each document's `metadata` object (scalar fields only)
+    doc_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # qid -> {field: value or list of values}: each query's `metadata.filter` object, the
+    # metadata predicate its caller asks retrieval to apply (ragrig.retrieve.filters)
+    query_filters: dict[str, dict[str, Any]] = field(default_factory=dict)
     # lone surrogates replaced by U+FFFD per file read: {"corpus": n, "queries": n}
     surrogates_replaced: dict[str, int] = field(default_factory=dict)
 
@@ -203,7 +208,7 @@ _SCALAR = (str, int, float, bool)
 
 
 def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
-    """qid -> {field: value} of each query's `metadata` object, scalar fields only, and the
+    """id -> {field: value} of each record's `metadata` object (queries or documents), scalar fields only, and the
     sorted names of the fields dropped because some value is an object or a list. The file's
     lone surrogates are replaced, not counted or warned about again (`load_queries` does)."""
     raw: dict[str, dict[str, Any]] = {}
@@ -230,6 +235,30 @@ def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[st
         for qid, meta in raw.items()
     }
     return {q: m for q, m in kept.items() if m}, tuple(nested)
+
+
+def load_query_filters(path: Path) -> dict[str, dict[str, Any]]:
+    """qid -> predicate of each query's `metadata.filter` object: field -> a scalar or a list of
+    scalars (any of them accepted). Anything else is one clear error naming the line."""
+    filters: dict[str, dict[str, Any]] = {}
+    for lineno, rec in iter_jsonl(path, warn=False):
+        meta = rec.get("metadata")
+        if not isinstance(meta, dict) or meta.get("filter") is None:
+            continue
+        pred = meta["filter"]
+        ok = isinstance(pred, dict) and all(
+            isinstance(v, _SCALAR)
+            or (isinstance(v, list) and v and all(isinstance(x, _SCALAR) for x in v))
+            for v in pred.values()
+        )
+        if not ok:
+            raise DataValidationError(
+                f"{path}:{lineno}: 'metadata.filter' must map each field to a value or a "
+                f"non-empty list of values, got {json.dumps(pred)[:120]}"
+            )
+        if pred:
+            filters[_id_of(rec, path, lineno)] = pred
+    return filters
 
 
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -287,6 +316,8 @@ def load_beir(
     corpus, empty = load_corpus(corpus_path, empty_text, done, in_corpus)
     all_queries = load_queries(root / "queries.jsonl", in_queries)
     metadata, nested = load_query_metadata(root / "queries.jsonl")
+    filters = load_query_filters(root / "queries.jsonl")
+    doc_metadata, _ = load_query_metadata(corpus_path)  # a document's scalar fields, likewise
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     unknown_q = sorted(q for q in qrels if q not in all_queries)
     if unknown_q:
@@ -316,7 +347,9 @@ def load_beir(
         empty_text=empty_text,
         unjudged_in_other_splits=elsewhere,
         query_metadata={q: metadata[q] for q in queries if q in metadata},
-        nested_metadata_fields=nested,
+        nested_metadata_fields=tuple(f for f in nested if f != "filter"),
+        doc_metadata={d: m for d, m in doc_metadata.items() if d in corpus},
+        query_filters={q: filters[q] for q in queries if q in filters},
         surrogates_replaced={"corpus": in_corpus.count, "queries": in_queries.count},
     )
 

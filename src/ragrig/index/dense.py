@@ -142,3 +142,36 @@ def search(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     k = min(k, index.ntotal)
     scores, ids = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
     return scores, ids
+
+
+def search_within(
+    index: Any, queries: np.ndarray, k: int, rows: np.ndarray, ef_search: int, nprobe: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`search` restricted to the chunk `rows` (a hard metadata filter applied inside the
+    search: FAISS's IDSelector in the index's search parameters, so HNSW and IVF skip the other
+    vectors rather than returning fewer than k). No row: every id -1."""
+    faiss = _faiss()
+    k = min(k, index.ntotal)
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    if len(rows) == 0 or k == 0:
+        return (
+            np.full((len(q), k), -np.inf, dtype=np.float32),
+            np.full((len(q), k), -1, dtype=np.int64),
+        )
+    sel = faiss.IDSelectorBatch(np.ascontiguousarray(rows, dtype=np.int64))
+    params = _selector_params(faiss, index, sel, ef_search, nprobe)
+    scores, ids = index.search(q, k, params=params)
+    return scores, ids
+
+
+def _selector_params(faiss: Any, index: Any, sel: Any, ef_search: int, nprobe: int) -> Any:
+    """Search parameters of the index's own kind carrying `sel` (a bare SearchParameters
+    would reset efSearch / nprobe to FAISS's defaults)."""
+    if isinstance(index, faiss.IndexRefine):
+        base = _selector_params(faiss, index.base_index, sel, ef_search, nprobe)
+        return faiss.IndexRefineSearchParameters(k_factor=index.k_factor, base_index_params=base)
+    if isinstance(index, faiss.IndexHNSW):
+        return faiss.SearchParametersHNSW(sel=sel, efSearch=ef_search)
+    if isinstance(index, faiss.IndexIVF):
+        return faiss.SearchParametersIVF(sel=sel, nprobe=nprobe)
+    return faiss.SearchParameters(sel=sel)

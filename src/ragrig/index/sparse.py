@@ -38,12 +38,18 @@ class Bm25sIndex:
 
         return cls(cfg, bm25s.BM25.load(str(folder)))
 
-    def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return (scores, row ids) of shape (n_queries, k'), best first; see `_top_k`."""
+    def search(
+        self, queries: list[str], k: int, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return (scores, row ids) of shape (n_queries, k'), best first; see `_top_k`.
+        `rows`: only these chunk rows may be returned (a hard filter's score mask)."""
         toks = tokenize(queries, self.cfg.stemmer, self.cfg.stopwords)
         n_docs = int(self.model.scores["num_docs"])
         return _search_all(
-            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs), toks, min(k, n_docs)
+            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs),
+            toks,
+            min(k, n_docs),
+            rows,
         )
 
 
@@ -83,19 +89,30 @@ class RankBm25Index:
     def load(cls, folder: Path, cfg: Any) -> RankBm25Index:
         return cls(cfg, json.loads((folder / "tokens.json").read_text(encoding="utf-8")))
 
-    def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: list[str], k: int, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         toks = tokenize(queries, self.cfg.stemmer, self.cfg.stopwords)
         n_docs = len(self.tokens)
         return _search_all(
-            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs), toks, min(k, n_docs)
+            lambda qt: self.model.get_scores(qt) if qt else np.zeros(n_docs),
+            toks,
+            min(k, n_docs),
+            rows,
         )
 
 
-def _search_all(score_fn, query_tokens: list[list[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
+def _search_all(
+    score_fn, query_tokens: list[list[str]], k: int, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     scores = np.zeros((len(query_tokens), k), dtype=np.float32)
     ids = np.full((len(query_tokens), k), -1, dtype=np.int64)
     for i, qt in enumerate(query_tokens):
         full = np.asarray(score_fn(qt), dtype=np.float32)
+        if rows is not None:  # a hard filter: every other chunk scores 0, so it is no hit
+            masked = np.zeros_like(full)
+            masked[rows] = full[rows]
+            full = masked
         top = _top_k(full, k)
         ids[i, : len(top)], scores[i, : len(top)] = top, full[top]
     return scores, ids

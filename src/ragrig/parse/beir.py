@@ -85,7 +85,11 @@ def documents_table(dataset: BeirDataset, source: str, title_separator: str) -> 
                 "content_hash": content_hash(content),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # the corpus's own metadata (what retrieve's filters read); none: no column
+    for name, col in metadata_columns(list(table["doc_id"]), dataset.doc_metadata).items():
+        table[name] = col.to_numpy()
+    return table
 
 
 def metadata_columns(qids: list[str], metadata: dict[str, dict[str, Any]]) -> dict[str, pd.Series]:
@@ -135,6 +139,13 @@ def queries_table(dataset: BeirDataset, claims: dict[str, dict[str, Any]] | None
     table = pd.DataFrame(rows)
     for name, col in metadata_columns(list(table["qid"]), dataset.query_metadata).items():
         table[name] = col.to_numpy()
+    if dataset.query_filters:  # each query's `metadata.filter` ("" for none), for retrieve
+        table["filter"] = [
+            json.dumps(dataset.query_filters[q], sort_keys=True)
+            if q in dataset.query_filters
+            else ""
+            for q in table["qid"]
+        ]
     return table
 
 
@@ -186,6 +197,10 @@ def parse_stats(
             META_PREFIX + k for k in {k for m in dataset.query_metadata.values() for k in m}
         ),
         "query_metadata_nested_fields": len(dataset.nested_metadata_fields),
+        "document_metadata_columns": sorted(
+            META_PREFIX + k for k in {k for m in dataset.doc_metadata.values() for k in m}
+        ),
+        "query_filters": len(dataset.query_filters),
         "surrogates_replaced": dict(dataset.surrogates_replaced),
     }
     if claims is not None:
@@ -222,6 +237,13 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         lines.append(
             "parse: query metadata as slice columns: " + ", ".join(stats["query_metadata_columns"])
         )
+    if stats.get("document_metadata_columns"):
+        lines.append(
+            "parse: document metadata (for retrieve's filters): "
+            + ", ".join(stats["document_metadata_columns"])
+        )
+    if stats.get("query_filters"):
+        lines.append(f"parse: {stats['query_filters']} query(ies) carry a metadata.filter")
     replaced = stats.get("surrogates_replaced", {})
     if any(replaced.values()):
         lines.append(surrogates_line(replaced))

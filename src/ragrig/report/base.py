@@ -36,6 +36,8 @@ class ReportInputs:
     # and the file they came from; None: no labels
     labels: dict[str, dict] | None = None
     labels_file: str | None = None
+    # the retrieve stage's metadata filters (ragrig.report.filters.FilterInputs); None: none
+    filters: Any = None
 
 
 @dataclass(frozen=True)

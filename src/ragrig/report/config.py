@@ -237,6 +237,18 @@ class ScorecardConfig(Section):
         return {a: {"min": f.min, "kind": f.kind} for a, f in self.floors.items()}
 
 
+class FilterRule(Section):
+    """The pre-registered rule that decides hard or soft for a relevance preference (docs/
+    metrics.md "Filters"): hard only if the lower bound of the precision gain's paired interval
+    is >= min_gain, the false-exclusion rate <= max_exclusion and hard recall - soft recall >=
+    -max_recall_loss. Fixed before the run, never fitted to its outcome."""
+
+    k: int = Field(10, ge=1, description="precision and recall at this depth")
+    min_gain: float = Field(0.0, ge=-1, le=1)
+    max_exclusion: float = Field(0.05, ge=0, le=1)
+    max_recall_loss: float = Field(0.02, ge=0, le=1)
+
+
 class ReportConfig(Section):
     k_values: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=lambda: [10, 100],
@@ -274,6 +286,7 @@ class ReportConfig(Section):
     )
     mlflow: MlflowConfig = MlflowConfig()
     scorecard: ScorecardConfig = ScorecardConfig()
+    filters: FilterRule = FilterRule()
 
     @model_validator(mode="after")
     def _unique_slice_names(self) -> ReportConfig:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ragrig.core.io import read_json, read_table
 from ragrig.report.base import ReportInputs
+from ragrig.report.filters import read_filter_inputs
 from ragrig.report.scorecard import Vectors
 
 
@@ -51,6 +52,7 @@ def read_inputs(
             chunks=np.load(embed_dir / "chunks.npy", mmap_mode="r"),
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
+        filters=read_filter_inputs(retrieve_dir),
     )
     if labels_file.exists():
         from ragrig.dataset.labels import read_labels, run_answers

@@ -287,6 +287,7 @@ class Outcome:
     report: Report
     deltas: Any  # ragrig.report.paired's rerank-vs-retrieve comparison
     summary: str  # the console summary (summary.txt)
+    filters: pd.DataFrame | None = None  # per query, what the metadata filters cost (filters.csv)
 
 
 def compute(
@@ -306,4 +307,14 @@ def compute(
     report.metrics["deltas"] = {"rerank_vs_retrieve": deltas.metrics()}
     if ingestion is not None:
         report.metrics["ingestion"] = ingestion
-    return Outcome(report, deltas, format_summary(report.metrics, params))
+    summary = format_summary(report.metrics, params)
+    table = None
+    if inputs.filters is not None:
+        from ragrig.report.filters import filter_measures
+
+        metrics, table, lines = filter_measures(
+            inputs.filters, inputs.qrels, inputs.retrieved, cfg.filters, seed
+        )
+        report.metrics["filters"] = metrics
+        summary += "\n" + "\n".join(lines)
+    return Outcome(report, deltas, summary, table)

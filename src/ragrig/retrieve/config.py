@@ -43,3 +43,48 @@ RetrieveConfig = Annotated[
     RetrieveDense | RetrieveBm25 | RetrieveHybridRrf | RetrieveHybridConvex,
     Field(discriminator="method"),
 ]
+
+
+class Preference(Section):
+    """How one relevance preference (locale, recency, version) of a query's filter is applied."""
+
+    mode: Literal["hard", "soft", "none"] = Field(
+        "hard",
+        description="hard: a predicate before search (FAISS IDSelector, BM25 mask); soft: a "
+        "bonus on the min-max normalised final score of a matching document; none: ignored",
+    )
+    boost: float = Field(0.1, ge=0, description="soft: the bonus (final scores scaled to [0, 1])")
+    rule: Literal["query", "gold", "hash"] = Field(
+        "query",
+        description="a query whose metadata.filter lacks the field: query (no filter on it), "
+        "gold (the value of its first gold document, `mismatch` of the queries given another "
+        "value by their id's hash: a user asking outside their own locale), hash (a value "
+        "drawn by the query id's hash)",
+    )
+    mismatch: float = Field(0.0, ge=0, le=1, description="rule=gold: share given another value")
+
+
+class FilterConfig(Section):
+    """Metadata filters in retrieval (docs/metrics.md "Filters"). Empty: no filter at all."""
+
+    assign: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="document field -> values, one drawn by the doc id's hash for each "
+        "document whose corpus metadata lacks the field (corpora with no metadata)",
+    )
+    eligibility: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="the caller's eligibility (tenant, permissions): a hard invariant, never "
+        "relaxed; a retrieved ineligible document is a counted violation",
+    )
+    enforce_eligibility: bool = Field(
+        True, description="false: eligibility is not applied (only its violations counted)"
+    )
+    preferences: dict[str, Preference] = Field(default_factory=dict)
+    compare: bool = Field(
+        True, description="also retrieve each preference hard and soft, for the report's rule"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.eligibility or self.preferences)

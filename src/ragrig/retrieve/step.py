@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragrig.retrieve.base import Hits, fuse, to_documents
+from ragrig.retrieve.filters import FilterPlan
 
 
 def lanes_of(method: str) -> tuple[str, ...]:
@@ -30,26 +33,46 @@ def retrieve_all(
     chunk_doc: np.ndarray,
     chunk_ids: np.ndarray,
     progress: bool = True,
+    plan: FilterPlan | None = None,
+    label: str = "",
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Run the configured method query by query. Returns (final run, lanes, latency)."""
+    """Run the configured method query by query. Returns (final run, lanes, latency).
+
+    `plan`: each query's metadata filter (ragrig.retrieve.filters): its hard predicate restricts
+    the chunk rows both lanes search, its soft boosts re-rank the final list."""
     from ragrig.core.progress import track
-    from ragrig.index.dense import search, set_search_params
+    from ragrig.index.dense import search, search_within, set_search_params
 
     lanes_wanted = lanes_of(cfg.method)
     if "dense" in lanes_wanted:
         set_search_params(dense_index, cfg.ef_search, cfg.nprobe)
     run_rows, lane_rows, lat_rows = [], [], []
-    qids = track(query_ids, f"retrieve {cfg.method}", "queries") if progress else query_ids
+    title = f"retrieve {cfg.method}" + (f" ({label})" if label else "")
+    qids = track(query_ids, title, "queries") if progress else query_ids
     for i, qid in enumerate(qids):
         t0 = time.perf_counter()
+        allowed = plan.queries[qid].rows if plan is not None and qid in plan.queries else None
         lanes: dict[str, list[tuple[str, str, float]]] = {}
         if "dense" in lanes_wanted:
-            scores, rows = search(dense_index, query_vectors[i : i + 1], cfg.chunk_depth)
+            q = query_vectors[i : i + 1]
+            scores, rows = (
+                search(dense_index, q, cfg.chunk_depth)
+                if allowed is None
+                else search_within(
+                    dense_index, q, cfg.chunk_depth, allowed, cfg.ef_search, cfg.nprobe
+                )
+            )
             lanes["dense"] = to_documents(Hits(rows[0], scores[0]), chunk_doc, chunk_ids, cfg.depth)
         if "bm25" in lanes_wanted:
-            scores, rows = sparse_index.search([query_texts[i]], cfg.chunk_depth)
+            scores, rows = (
+                sparse_index.search([query_texts[i]], cfg.chunk_depth)
+                if allowed is None
+                else sparse_index.search([query_texts[i]], cfg.chunk_depth, allowed)
+            )
             lanes["bm25"] = to_documents(Hits(rows[0], scores[0]), chunk_doc, chunk_ids, cfg.depth)
         final = lanes[lanes_wanted[0]] if len(lanes_wanted) == 1 else fuse(cfg.method, lanes, cfg)
+        if plan is not None:
+            final = plan.boost(qid, final)
         lat_rows.append(
             {"qid": qid, "stage": "retrieve", "latency_ms": (time.perf_counter() - t0) * 1e3}
         )
@@ -138,3 +161,69 @@ def check_ann(
     table, timing = ann_recall(dense_index, exact, query_ids, query_vectors, ks)
     mean = float(table.loc[table["k"] == cfg.ann_recall_k, "recall"].mean())
     return table, {"exact_dense": False, "ann_recall_mean": mean, **timing}
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """The filters of one retrieve run: the plan it applies and the tables the report reads."""
+
+    plan: FilterPlan
+    metadata: pd.DataFrame  # doc_metadata
+    predicates: pd.DataFrame  # predicates
+    manifest: dict[str, Any]
+    by_query: dict[str, dict[str, Any]]  # qid -> predicate
+
+
+def prepare_filters(
+    fcfg: Any,
+    queries: pd.DataFrame,
+    documents: pd.DataFrame,
+    qrels: pd.DataFrame,
+    chunk_doc: np.ndarray,
+) -> Filtered:
+    """Documents' metadata, queries' predicates and the configured plan (filters.enabled)."""
+    from ragrig.retrieve.filters import (
+        build_plan,
+        document_metadata,
+        metadata_table,
+        predicates_table,
+        query_predicates,
+    )
+
+    metadata = document_metadata(documents, fcfg)
+    positive = qrels[qrels["relevance"] > 0]
+    gold = {str(q): [str(d) for d in g["doc_id"]] for q, g in positive.groupby("qid", sort=True)}
+    predicates = query_predicates(queries, gold, metadata, fcfg)
+    plan = build_plan(predicates, metadata, fcfg, chunk_doc)
+    before = [q for q, f in plan.queries.items() if f.rows is not None]
+    manifest = {
+        "metadata_fields": sorted({f for m in metadata.values() for f in m}),
+        "eligibility": dict(fcfg.eligibility),
+        "eligibility_enforced": fcfg.enforce_eligibility,
+        "modes": dict(plan.modes),
+        "queries_with_predicate": sum(1 for p in predicates.values() if p),
+        "queries_filtered_before_search": len(before),
+        "queries_soft_boosted": sum(1 for f in plan.queries.values() if f.soft),
+    }
+    table = predicates_table(predicates, plan.modes)
+    return Filtered(plan, metadata_table(metadata), table, manifest, predicates)
+
+
+def filter_variant_runs(
+    fcfg: Any,
+    filtered: Filtered,
+    chunk_doc: np.ndarray,
+    retrieve: Callable[[FilterPlan, str], pd.DataFrame],
+) -> pd.DataFrame:
+    """Each preference retrieved hard and soft (the others as configured) on the same queries:
+    the runs the report's hard-or-soft rule compares. `retrieve(plan, label)` gives a run."""
+    from ragrig.retrieve.filters import build_plan, variant_modes
+
+    frames = []
+    for name, modes in variant_modes(fcfg).items():
+        plan = build_plan(filtered.by_query, filtered.plan.metadata, fcfg, chunk_doc, modes)
+        frames.append(retrieve(plan, name).assign(variant=name))
+    cols = ["variant", "qid", "doc_id", "chunk_id", "score", "rank"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]
