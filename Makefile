@@ -20,7 +20,7 @@ export DVC_NO_ANALYTICS := 1
 PORT ?= 5000
 JOBS ?= 2
 
-.PHONY: setup repro test test-all test-slow bench sweep sweep-chunk sweep-hnsw sweep-models exp smoke queue ui \
+.PHONY: setup repro test test-all test-slow bench sweep sweep-chunk sweep-hnsw sweep-models sweep-filters exp smoke queue ui \
 	ui-stop lint params calibrate gate exp-show metrics-diff browser postgres postgres-stop pg-server
 
 setup: $(STAMP)
@@ -87,6 +87,9 @@ sweep-hnsw: $(STAMP) .dvc/config
 
 sweep-models: $(STAMP) .dvc/config
 	$(BIN)/python -m ragrig sweep -j $(JOBS) +experiment=model_sweep $(ARGS)
+
+sweep-filters: $(STAMP) .dvc/config
+	$(BIN)/python -m ragrig sweep -j $(JOBS) +experiment=filter_sweep $(ARGS)
 
 # One experiment in the workspace: make exp ARGS="-S retrieve.ef_search=64"
 exp: $(STAMP) .dvc/config

@@ -48,6 +48,7 @@ BENCHMARKS = [
     "embed_ray",
     "remote_cache",
     "generate",
+    "filters",
     "suite",
 ]
 QUICK_ARGS = {
@@ -71,6 +72,7 @@ QUICK_ARGS = {
     "embed_ray": ["--n-docs", "1000", "--repeats", "1"],
     "remote_cache": ["--repeats", "1"],
     "generate": ["--n", "10", "--setting", "default", "--setting", "max_tokens=48"],
+    "filters": ["--repeats", "1"],
     "suite": ["--targets", "test"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
@@ -214,6 +216,7 @@ SMOKE_ARGS = {
         "method=torch_gguf;max_tokens=16",
     ],  # fmt: skip
     # a fresh clone timing one short pytest run, the venv linked
+    "filters": ["--queries", "300", "--docs", "3000", "--repeats", "1"],
     "suite": ["--smoke", "--workdir", "{tmp}/suite", "--markdown", "{tmp}/suite.md"],
 }
 

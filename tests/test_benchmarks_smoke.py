@@ -280,6 +280,17 @@ def test_parse_benchmark_on_the_documents_fixture(smoke):
     assert h["by_format"] == {"docx": 1, "html": 2, "md": 1, "pdf": 1, "pptx": 1, "xlsx": 2}
 
 
+def test_filters_benchmark_measures_the_metric_and_the_report_block_alike(smoke):
+    r = _ok(smoke, "filters")
+    assert r["config"] == {"queries": 300, "candidates": 100, "docs": 3000, "repeats": 1}
+    assert r["report_rate"] == r["false_exclusion_rate"] and 0 < r["false_exclusion_rate"] < 1
+    assert r["eligible_queries"] <= 300 and set(r["seconds"]) == {
+        "false_exclusion",
+        "recall_at_k",
+        "report",
+    }
+
+
 def test_run_all_records_a_benchmark(tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.run(

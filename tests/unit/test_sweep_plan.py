@@ -76,6 +76,10 @@ PRESETS = {
         "retrieve.ef_search": [32, 64, 128],
     },
     "model_sweep": {"generate": ["extractive", "smollm2_torch", "smollm2"]},
+    "filter_sweep": {  # and filters=tenant_locale on every point (one value: not a swept axis)
+        "filters.preferences.locale.mode": ["hard", "soft", "none"],
+        "filters.preferences.locale.boost": [0.05, 0.1, 0.3],
+    },
 }
 
 
@@ -87,6 +91,8 @@ def test_each_preset_composes_and_expands_to_its_documented_grid(name):
     assert [p.swept for p in points] == [
         dict(zip(expected, values, strict=True)) for values in itertools.product(*expected.values())
     ]
+    if name == "filter_sweep":  # the preset chooses the filters that give the preference
+        assert {p.cfg["filters"]["eligibility"]["tenant"] for p in points} == {"acme"}
     if name == "chunk_sweep":
         assert [p.cfg["chunk"]["method"] for p in points[:8]] == ["recursive"] * 8
         assert {p.cfg["chunk"]["method"] for p in points[8:]} == {"hybrid"}
@@ -108,13 +114,16 @@ def test_each_preset_composes_and_expands_to_its_documented_grid(name):
         "chunk_sweep": "sweep-chunk",
         "hnsw_sweep": "sweep-hnsw",
         "model_sweep": "sweep-models",
+        "filter_sweep": "sweep-filters",
     }[name]
     assert f"{target}:" in makefile and f"+experiment={name}" in makefile
     assert f"make {target}" in (PROJECT / "README.md").read_text(encoding="utf-8")
 
 
 def test_unknown_preset_lists_the_presets():
-    with pytest.raises(SweepError, match="presets: chunk_sweep, hnsw_sweep, model_sweep"):
+    with pytest.raises(
+        SweepError, match="presets: chunk_sweep, filter_sweep, hnsw_sweep, model_sweep"
+    ):
         grid(["+experiment=nope"])
 
 
