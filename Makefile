@@ -124,7 +124,7 @@ calibrate: $(STAMP)
 # The scorecard of reports/metrics.json against its floors: exit 0 pass (soft failures warn),
 # 1 a hard floor failed, 2 metrics missing or a hard axis not measured (for CI, after repro).
 gate: $(STAMP)
-	$(BIN)/python -m ragrig gate
+	$(BIN)/python -m ragrig gate --junit reports/gate.xml
 
 # DVC's views (docs/tracking.md "Comparing runs with DVC"): experiments with the swept params and the
 # headline metrics only; the headline of REV (default HEAD) against the workspace.

@@ -77,50 +77,59 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    """Exit 0: the scorecard passes (soft failures print a warning); 1: a hard floor fails
-    (named); 2: metrics missing or unreadable, no scorecard, or a hard axis not measured."""
-    import json
-
-    from ragrig.metrics.scorecard import HARD, gate_exit_code
+    """The release gate (ragrig.tools.gate): the scorecard, one line per check, a JUnit file.
+    Exit 0: every check passes (soft floors may warn); 1: a check failed (named); 2: metrics
+    missing or unreadable, no scorecard, or a hard axis not measured."""
+    from ragrig.core.errors import RagrigError
     from ragrig.metrics.scorecard import from_dict as scorecard_from_dict
     from ragrig.report.scorecard import format_scorecard
+    from ragrig.tools.gate import (
+        FAIL,
+        UNMEASURED,
+        WARN,
+        exit_code,
+        load_config,
+        run_checks,
+        write_junit,
+    )
 
-    path = Path(args.metrics)
     try:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"ragrig gate: cannot read {path}: {exc}", file=sys.stderr)
-        return 2
-    section = metrics.get("scorecard") if isinstance(metrics, dict) else None
-    if section is None:
-        print(
-            f"ragrig gate: {path} has no scorecard section (rerun the report stage)",
-            file=sys.stderr,
+        cfg = load_config(Path(args.config) if args.config else None)
+        metrics, checks = run_checks(
+            Path(args.metrics), cfg, Path(args.baseline) if args.baseline else None
         )
+    except RagrigError as exc:
+        print(f"ragrig gate: {str(exc).removeprefix('ragrig gate: ')}", file=sys.stderr)
         return 2
-    try:
-        card = scorecard_from_dict(section)
-    except ValueError as exc:
-        print(f"ragrig gate: {path}: malformed scorecard: {exc}", file=sys.stderr)
-        return 2
+    section = metrics["scorecard"]
+    card = scorecard_from_dict(section)
     body = card.to_dict()
     body["notes"] = [n for n in section.get("notes", []) if n not in card.notes] + card.notes
     if isinstance(section.get("faithfulness"), dict):  # the decision's share, PPI with labels
         body["faithfulness"] = section["faithfulness"]
     for line in format_scorecard(body):
         print(line)
-    code = gate_exit_code(card)
-    for a in card.failed:
-        ax = card.axes[a]
-        what = "not measured" if ax.value is None else f"{ax.tested:.4f} < {ax.floor:g}"
-        if ax.value is not None and ax.gate_reads:
-            what += f", the {ax.gate_reads}; the judge's mean {ax.value:.4f}"
-        if ax.kind == HARD:
-            print(f"ragrig gate: FAIL: hard floor {a} ({what})", file=sys.stderr)
-        else:
-            print(f"ragrig gate: warning: soft floor {a} ({what})", file=sys.stderr)
+    print("")
+    print(f"{'check':<34} {'value':>10}  {'bound':<12} verdict")
+    for c in checks:
+        print(c.line())
+    if args.junit:
+        write_junit(checks, Path(args.junit))
+        print(f"ragrig gate: JUnit results in {args.junit}")
+    code = exit_code(checks)
+    for c in checks:
+        if c.kind == "floor" and c.verdict in (FAIL, WARN, UNMEASURED):
+            what = "not measured" if c.value is None else f"{c.value:.4f} < {c.bound[3:]}"
+            if c.value is not None and not c.reads.startswith("estimate"):
+                what += f", the {c.reads}; the judge's mean {c.estimate:.4f}"
+            level = "FAIL: hard" if c.hard else "warning: soft"
+            print(f"ragrig gate: {level} floor {c.name[6:]} ({what})", file=sys.stderr)
+        elif c.failed:
+            value = "not measured" if c.value is None else f"{c.value:.4f}, bound {c.bound}"
+            print(f"ragrig gate: FAIL: {c.name} ({value})", file=sys.stderr)
     if code == 0:
-        print("ragrig gate: pass" + (" with warnings" if card.failed else ""))
+        warned = any(c.verdict == WARN or (c.verdict == UNMEASURED and not c.hard) for c in checks)
+        print("ragrig gate: pass" + (" with warnings" if warned else ""))
     return code
 
 
@@ -351,10 +360,19 @@ def build_parser() -> argparse.ArgumentParser:
     ps.set_defaults(func=cmd_summary)
     pg = sub.add_parser(
         "gate",
-        help="check reports/metrics.json's scorecard against its floors (exit 0 pass, "
-        "1 hard floor failed, 2 metrics missing or a hard axis not measured)",
+        help="the release gate: the scorecard's floors on their interval lower bounds, p95 "
+        "latency, cost, filter false exclusion and regressions against a baseline, from "
+        "conf/gate.yaml (exit 0 pass, 1 a check failed, 2 metrics missing or a hard axis not "
+        "measured)",
     )
     pg.add_argument("--metrics", default="reports/metrics.json")
+    pg.add_argument(
+        "--config", default="conf/gate.yaml", help="the pre-registered checks (conf/gate.yaml)"
+    )
+    pg.add_argument(
+        "--baseline", default=None, help="reports folder of the baseline run (regression checks)"
+    )
+    pg.add_argument("--junit", default=None, help="write the checks as JUnit XML here")
     pg.set_defaults(func=cmd_gate)
     pu = sub.add_parser("ui", help="start or stop the MLflow UI over the project's store")
     pu.add_argument("action", choices=["start", "stop"])

@@ -1,0 +1,276 @@
+"""The release gate: a run's checks against pre-registered bounds (conf/gate.yaml), one line
+each, a JUnit XML file for CI, and an exit code naming what failed.
+
+Checks, each with its value, bound and verdict:
+
+* **floors** of the three scorecard axes (the floors the report used): on the lower bound of the
+  axis's interval: the prediction-powered one when people's labels exist (the report's gate
+  value), else a percentile bootstrap over the answered queries (`reports/run/per_query.parquet`,
+  `axis/<name>`), else the estimate (named so). A hard floor fails the gate; a soft one warns.
+* **latency**: p95 of a stage (or `total`) in ms <= its SLO.
+* **cost**: mean cost per query in USD <= the budget.
+* **filters**: the false-exclusion rate <= its limit (a run with no filters: skipped, named).
+* **regression** against a baseline run, per measure: the paired mean of (run - baseline) over
+  the queries both answered, with its bootstrap interval; it passes when the interval's lower
+  bound is >= -budget (non-inferiority: a drop larger than the budget is ruled out).
+
+Exit: 0 every check passes (soft floors may warn), 1 a check failed, 2 the metrics cannot be
+read or a hard axis was not measured (nothing to gate on).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ragrig.core.config import Section
+from ragrig.core.errors import ConfigError, DataValidationError
+
+PASS, FAIL, WARN, SKIP, UNMEASURED = "pass", "FAIL", "warn", "skipped", "not measured"
+
+
+class GateConfig(Section):
+    """conf/gate.yaml: every bound fixed before the run it gates."""
+
+    floors_on: Literal["lower_bound", "estimate"] = Field(
+        "lower_bound", description="the axis value a floor tests"
+    )
+    resamples: int = Field(1000, ge=100, description="bootstrap resamples of each interval")
+    level: float = Field(0.95, gt=0, lt=1, description="two-sided coverage of each interval")
+    seed: int = 13
+    latency_p95_ms: dict[str, float] = Field(
+        default_factory=dict, description="stage (or total) -> p95 SLO in ms"
+    )
+    cost_per_query_usd: float | None = Field(None, ge=0)
+    max_false_exclusion: float | None = Field(None, ge=0, le=1)
+    baseline: str | None = Field(None, description="a reports folder of the baseline run")
+    regression_budget: dict[str, float] = Field(
+        default_factory=dict,
+        description="per-query measure (per_query.parquet) -> the largest drop accepted",
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # e.g. "floor faithfulness", "latency p95 total"
+    kind: str  # floor, latency, cost, filters, regression
+    value: float | None
+    bound: str  # e.g. ">= 0.85", "<= 5000"
+    verdict: str  # PASS, FAIL, WARN, SKIP, UNMEASURED
+    detail: str = ""
+    hard: bool = True  # a failure fails the gate (soft floors only warn)
+    reads: str = ""  # floors: what the value is (the estimate, a lower bound and whose)
+    estimate: float | None = None  # floors: the axis's own value
+
+    def line(self) -> str:
+        value = "-" if self.value is None else f"{self.value:.4f}"
+        text = f"{self.name:<34} {value:>10}  {self.bound:<12} {self.verdict}"
+        return text + (f"  ({self.detail})" if self.detail else "")
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == FAIL or (self.verdict == UNMEASURED and self.hard)
+
+
+def load_config(path: Path | None) -> GateConfig:
+    """conf/gate.yaml (or `path`); no file: the floors alone, on their lower bounds."""
+    import yaml
+
+    if path is None or not Path(path).exists():
+        if path is not None and str(path) != "conf/gate.yaml":
+            raise ConfigError(f"ragrig gate: no config file {path}")
+        return GateConfig()
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return GateConfig.model_validate(raw)
+    except Exception as exc:  # one line, whatever the YAML or schema said
+        msg = str(exc).replace("\n", " ")
+        raise ConfigError(f"ragrig gate: {path}: {msg[:300]}") from None
+
+
+def per_query_table(reports: Path) -> Any:
+    """A reports folder's per-query table (run/per_query.parquet), or None."""
+    import pandas as pd
+
+    for path in (reports / "run" / "per_query.parquet", reports / "per_query.parquet"):
+        if path.exists():
+            return pd.read_parquet(path)
+    return None
+
+
+def _interval(values: list[float], cfg: GateConfig) -> tuple[float, float] | None:
+    from ragrig.metrics.deltas import bootstrap_interval
+
+    return bootstrap_interval(values, cfg.seed, n_resamples=cfg.resamples, confidence=cfg.level)
+
+
+def floor_checks(metrics: dict, per_query: Any, cfg: GateConfig) -> list[Check]:
+    from ragrig.metrics.scorecard import FLOOR_TOLERANCE, HARD
+    from ragrig.metrics.scorecard import from_dict as scorecard_from_dict
+
+    card = scorecard_from_dict(metrics["scorecard"])
+    out = []
+    for name, ax in card.axes.items():
+        hard = ax.kind == HARD
+        bound = f">= {ax.floor:g}"
+        if ax.value is None:
+            out.append(Check(f"floor {name}", "floor", None, bound, UNMEASURED, ax.kind, hard))
+            continue
+        value, reads = ax.tested, ax.gate_reads or "estimate"
+        if cfg.floors_on == "lower_bound":
+            if ax.gate_reads:  # people's labels: the prediction-powered lower bound
+                value, reads = ax.tested, ax.gate_reads
+            elif per_query is not None:
+                rows = per_query[per_query["measure"] == f"axis/{name}"]["value"].dropna()
+                ci = _interval(rows.astype(float).tolist(), cfg)
+                if ci is not None:
+                    value, reads = ci[0], f"bootstrap lower bound, n={len(rows)}"
+                else:
+                    reads = f"estimate: {len(rows)} answer(s), no interval"
+            else:
+                reads = "estimate: no per-query table"
+        ok = value >= ax.floor - FLOOR_TOLERANCE
+        verdict = PASS if ok else (FAIL if hard else WARN)
+        detail = f"{ax.kind}, {reads}; estimate {ax.value:.4f}"
+        out.append(
+            Check(f"floor {name}", "floor", value, bound, verdict, detail, hard, reads, ax.value)
+        )
+    return out
+
+
+def latency_checks(metrics: dict, cfg: GateConfig) -> list[Check]:
+    lat = metrics.get("latency_ms") or {}
+    out = []
+    for stage, slo in sorted(cfg.latency_p95_ms.items()):
+        p95 = (lat.get(stage) or {}).get("p95")
+        name, bound = f"latency p95 {stage} (ms)", f"<= {slo:g}"
+        if p95 is None:
+            out.append(Check(name, "latency", None, bound, UNMEASURED, "no such stage timed"))
+        else:
+            out.append(Check(name, "latency", p95, bound, PASS if p95 <= slo else FAIL))
+    return out
+
+
+def cost_checks(metrics: dict, cfg: GateConfig) -> list[Check]:
+    if cfg.cost_per_query_usd is None:
+        return []
+    mean = (metrics.get("cost_usd_per_query") or {}).get("mean")
+    bound = f"<= {cfg.cost_per_query_usd:g}"
+    if mean is None:
+        return [Check("cost per query (USD)", "cost", None, bound, UNMEASURED)]
+    verdict = PASS if mean <= cfg.cost_per_query_usd else FAIL
+    return [Check("cost per query (USD)", "cost", mean, bound, verdict)]
+
+
+def filter_checks(metrics: dict, cfg: GateConfig) -> list[Check]:
+    if cfg.max_false_exclusion is None:
+        return []
+    bound = f"<= {cfg.max_false_exclusion:g}"
+    filters = metrics.get("filters")
+    if filters is None:
+        return [Check("filter false exclusion", "filters", None, bound, SKIP, "no filters", False)]
+    rate = filters["false_exclusion_rate"]
+    verdict = PASS if rate <= cfg.max_false_exclusion else FAIL
+    detail = f"{filters['excluded_queries']} of {filters['eligible_queries']} queries"
+    return [Check("filter false exclusion", "filters", rate, bound, verdict, detail)]
+
+
+def regression_checks(per_query: Any, baseline: Any, cfg: GateConfig) -> list[Check]:
+    out = []
+    for measure, budget in sorted(cfg.regression_budget.items()):
+        name, bound = f"regression {measure}", f"low >= {-budget:g}"
+        if per_query is None or baseline is None:
+            what = "no per-query table" if per_query is None else "no baseline table"
+            out.append(Check(name, "regression", None, bound, UNMEASURED, what))
+            continue
+        a = per_query[per_query["measure"] == measure].set_index("qid")["value"].dropna()
+        b = baseline[baseline["measure"] == measure].set_index("qid")["value"].dropna()
+        common = sorted(set(a.index) & set(b.index))
+        if len(common) < 2:
+            detail = f"{len(common)} query(ies) measured in both runs"
+            out.append(Check(name, "regression", None, bound, UNMEASURED, detail))
+            continue
+        deltas = [float(a[q]) - float(b[q]) for q in common]
+        mean = sum(deltas) / len(deltas)
+        lo, hi = _interval(deltas, cfg)
+        verdict = PASS if lo >= -budget else FAIL
+        unpaired = len(set(a.index) ^ set(b.index))
+        detail = f"paired on {len(common)} queries, interval [{lo:+.4f}, {hi:+.4f}]"
+        detail += f", {unpaired} unpaired left out" if unpaired else ""
+        out.append(Check(name, "regression", mean, bound, verdict, detail))
+    return out
+
+
+def run_checks(
+    metrics_path: Path, cfg: GateConfig, baseline: Path | None = None
+) -> tuple[dict, list[Check]]:
+    """Every configured check of the run whose metrics.json is `metrics_path` (its per-query
+    table beside it, in run/). Raises DataValidationError when the metrics cannot be read."""
+    try:
+        metrics = json.loads(Path(metrics_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataValidationError(f"cannot read {metrics_path}: {exc}") from None
+    if not isinstance(metrics, dict) or metrics.get("scorecard") is None:
+        raise DataValidationError(
+            f"{metrics_path} has no scorecard section (rerun the report stage)"
+        )
+    per_query = per_query_table(Path(metrics_path).parent)
+    base_dir = baseline or (Path(cfg.baseline) if cfg.baseline else None)
+    base = None
+    if base_dir is not None:
+        base = per_query_table(Path(base_dir))
+        if base is None:
+            raise DataValidationError(f"baseline {base_dir} has no run/per_query.parquet")
+    try:
+        checks = floor_checks(metrics, per_query, cfg)
+    except ValueError as exc:
+        raise DataValidationError(f"{metrics_path}: malformed scorecard: {exc}") from None
+    checks += latency_checks(metrics, cfg)
+    checks += cost_checks(metrics, cfg)
+    checks += filter_checks(metrics, cfg)
+    checks += regression_checks(per_query, base, cfg)
+    return metrics, checks
+
+
+def exit_code(checks: list[Check]) -> int:
+    """1 when a check failed on a measured value, else 2 when a hard axis was not measured,
+    else 0."""
+    if any(c.verdict == FAIL for c in checks):
+        return 1
+    if any(c.failed for c in checks):
+        return 2
+    return 0
+
+
+def write_junit(checks: list[Check], path: Path) -> None:
+    """One JUnit testsuite `ragrig gate`, one testcase per check: a failure element for a failed
+    or unmeasured hard check, skipped for a skipped one; the check's line as its system-out."""
+    from xml.etree import ElementTree as ET
+
+    failures = sum(1 for c in checks if c.failed)
+    skipped = sum(1 for c in checks if c.verdict == SKIP)
+    suite = ET.Element(
+        "testsuite",
+        name="ragrig gate",
+        tests=str(len(checks)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+    )
+    for c in checks:
+        case = ET.SubElement(suite, "testcase", classname=f"ragrig.gate.{c.kind}", name=c.name)
+        if c.failed:
+            ET.SubElement(case, "failure", message=c.line().strip(), type=c.verdict)
+        elif c.verdict == SKIP:
+            ET.SubElement(case, "skipped", message=c.detail or "skipped")
+        ET.SubElement(case, "system-out").text = c.line()
+    root = ET.Element("testsuites", name="ragrig gate")
+    root.append(suite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)

@@ -1,0 +1,144 @@
+"""The release gate (ragrig.tools.gate, `ragrig gate`): every check's value, bound and verdict
+on a hand-made run, the exit code naming what failed, and the JUnit file read back by
+junitparser, a JUnit reader CI plugins use."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from ragrig.cli import app as cli
+from ragrig.metrics.scorecard import evaluate
+from ragrig.tools.gate import GateConfig, exit_code, run_checks
+
+FLOORS = {
+    "faithfulness": {"min": 0.85, "kind": "hard"},
+    "relevance": {"min": 0.75, "kind": "soft"},
+    "correctness": {"min": 0.70, "kind": "soft"},
+}
+WEIGHTS = {"faithfulness": 0.5, "relevance": 0.25, "correctness": 0.25}
+
+
+def _run(folder, axes, ndcg, filters=None):
+    """A reports folder: metrics.json and run/per_query.parquet. `axes`: axis -> the same value
+    for every query (so every bootstrap interval is that value, exactly)."""
+    qids = [f"q{i}" for i in range(6)]
+    card = evaluate(axes, WEIGHTS, FLOORS, {a: len(qids) for a in axes})
+    metrics = {
+        "scorecard": card.to_dict(),
+        "latency_ms": {"total": {"p50": 800.0, "p95": 1500.0, "p99": 2100.0}},
+        "cost_usd_per_query": {"mean": 0.004},
+    }
+    if filters is not None:
+        metrics["filters"] = filters
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    rows = [{"qid": q, "measure": f"axis/{a}", "value": v} for a, v in axes.items() for q in qids]
+    rows += [
+        {"qid": q, "measure": "retrieval/ndcg@10", "value": ndcg[i]} for i, q in enumerate(qids)
+    ]
+    rows += [{"qid": q, "measure": "retrieval/recall@10", "value": 0.5} for q in qids]
+    (folder / "run").mkdir()
+    pd.DataFrame(rows).to_parquet(folder / "run" / "per_query.parquet")
+    return folder / "metrics.json"
+
+
+def _config(tmp_path, **kw):
+    path = tmp_path / "gate.yaml"
+    path.write_text(yaml.safe_dump(kw))
+    return path
+
+
+def test_each_check_reads_its_value_against_its_bound(tmp_path):
+    filters = {"false_exclusion_rate": 0.125, "excluded_queries": 1, "eligible_queries": 8}
+    axes = {"faithfulness": 0.9, "relevance": 0.7, "correctness": 0.8}
+    run = _run(tmp_path / "run", axes, [0.6, 0.5, 0.7, 0.4, 0.6, 0.5], filters)
+    base = _run(tmp_path / "base", axes, [0.65, 0.55, 0.75, 0.45, 0.65, 0.55])
+    cfg = GateConfig(
+        latency_p95_ms={"total": 2000, "judge": 100},
+        cost_per_query_usd=0.001,
+        max_false_exclusion=0.05,
+        regression_budget={"retrieval/ndcg@10": 0.02, "retrieval/recall@10": 0.0},
+    )
+    _, checks = run_checks(run, cfg, baseline=tmp_path / "base")
+    got = {c.name: (c.value, c.verdict) for c in checks}
+    assert got == {
+        "floor faithfulness": (0.9, "pass"),
+        "floor relevance": (0.7, "warn"),  # soft: warns, does not fail
+        "floor correctness": (0.8, "pass"),
+        "latency p95 total (ms)": (1500.0, "pass"),
+        "latency p95 judge (ms)": (None, "not measured"),
+        "cost per query (USD)": (0.004, "FAIL"),
+        "filter false exclusion": (0.125, "FAIL"),
+        # every query lost 0.05 nDCG@10: the paired interval is [-0.05, -0.05], below -0.02
+        "regression retrieval/ndcg@10": (pytest.approx(-0.05), "FAIL"),
+        "regression retrieval/recall@10": (0.0, "pass"),
+    }
+    assert exit_code(checks) == 1
+    floor = next(c for c in checks if c.name == "floor relevance")
+    assert floor.detail == "soft, bootstrap lower bound, n=6; estimate 0.7000"
+
+
+def test_gate_command_prints_one_line_per_check_writes_junit_and_names_the_failures(
+    tmp_path, capsys
+):
+    from junitparser import Failure, JUnitXml, Skipped
+
+    axes = {"faithfulness": 0.9, "relevance": 0.8, "correctness": 0.8}
+    run = _run(tmp_path / "run", axes, [0.5] * 6)
+    _run(tmp_path / "base", axes, [0.5] * 6)
+    config = _config(
+        tmp_path,
+        latency_p95_ms={"total": 1000},
+        max_false_exclusion=0.05,
+        regression_budget={"retrieval/ndcg@10": 0.01},
+    )
+    junit = tmp_path / "out" / "gate.xml"
+    argv = ["gate", "--metrics", str(run), "--config", str(config)]
+    code = cli.main([*argv, "--baseline", str(tmp_path / "base"), "--junit", str(junit)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    lines = out.splitlines()
+    assert "latency p95 total (ms)              1500.0000  <= 1000      FAIL" in lines
+    assert (
+        "filter false exclusion                      -  <= 0.05      skipped  (no filters)" in lines
+    )
+    assert any(
+        x.startswith("regression retrieval/ndcg@10           0.0000  low >= -0.01 pass")
+        for x in lines
+    )
+    assert err.strip() == "ragrig gate: FAIL: latency p95 total (ms) (1500.0000, bound <= 1000)"
+
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    assert (suite.name, suite.tests, suite.failures, suite.skipped) == ("ragrig gate", 6, 1, 1)
+    cases = {case.name: case for case in suite}
+    assert set(cases) == {
+        "floor faithfulness",
+        "floor relevance",
+        "floor correctness",
+        "latency p95 total (ms)",
+        "filter false exclusion",
+        "regression retrieval/ndcg@10",
+    }
+    assert isinstance(cases["latency p95 total (ms)"].result[0], Failure)
+    assert isinstance(cases["filter false exclusion"].result[0], Skipped)
+    assert cases["floor faithfulness"].is_passed
+    assert cases["floor faithfulness"].classname == "ragrig.gate.floor"
+
+
+def test_a_bad_gate_config_or_baseline_is_one_line_and_exit_2(tmp_path, capsys):
+    run = _run(
+        tmp_path / "run", {"faithfulness": 0.9, "relevance": 0.8, "correctness": 0.8}, [0.5] * 6
+    )
+    bad = _config(tmp_path, latency_p95_ms={"total": "fast"})
+    assert cli.main(["gate", "--metrics", str(run), "--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"ragrig gate: {bad}: ") and "\n" not in err
+    code = cli.main(["gate", "--metrics", str(run), "--baseline", str(tmp_path / "nowhere")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"ragrig gate: baseline {tmp_path / 'nowhere'} has no run/per_query.parquet"
+    )
