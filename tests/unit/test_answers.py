@@ -350,6 +350,9 @@ def test_cost_without_judge_columns_uses_judge_latency_and_says_so():
     assert any("judge_cpu_s" in n for n in notes) and any("token" in n for n in notes)
 
 
+EVIDENCE = ("answerable_evidence_seen", "answerable_evidence_missed", "unanswerable")
+
+
 def test_report_has_cost_citations_refusals_and_consistency():
     inp = ReportInputs(
         QUERIES,
@@ -400,6 +403,21 @@ def test_report_has_cost_citations_refusals_and_consistency():
     assert "system p50 $" in lines and "judge p50 $" in lines and "p99" in lines
     assert "citations vs gold documents: precision 0.3333 (3 citations)" in lines
     assert "refusals: 1 on labelled claims, 1 correct (precision 1.0000)" in lines
+    # against the evidence given: q3's gold never reached its context, so answering it was not
+    # what the context allowed; q1 had its gold and answered; q2 has nothing that answers it
+    ev = r["by_evidence"]
+    assert {k: (ev[k]["answers"], ev[k]["refusals"], ev[k]["correct"]) for k in EVIDENCE} == {
+        "answerable_evidence_seen": (1, 0, 1.0),
+        "answerable_evidence_missed": (1, 0, 0.0),
+        "unanswerable": (1, 1, 1.0),
+    }
+    assert pq[("q3", "refusal/correct_given_context")] == 0.0
+    assert pq[("q1", "refusal/correct_given_context")] == 1.0
+    assert (
+        "refusals vs the evidence given: answerable, gold in context: refused 0/1 (should answer: "
+        "right 1.0000); answerable, retrieval missed the gold: refused 0/1 (should refuse: right "
+        "0.0000); unanswerable: refused 1/1 (should refuse: right 1.0000)" in lines
+    )
 
 
 def test_summary_of_an_old_metrics_file_keeps_its_cost_line():

@@ -107,3 +107,48 @@ def refusal_summary(rows: Iterable[tuple[str, bool]]) -> dict[str, Any]:
         "refusals_unlabelled": refused["unlabelled"],
         "by_label": dict(sorted(by_label.items())),
     }
+
+
+# Refusals against the evidence the generator saw: an answerable claim whose gold passage reached
+# the context should be answered; one whose gold passage retrieval missed cannot be answered from
+# the context given, so refusing it is right; an unanswerable one should be refused.
+EVIDENCE_ROWS = {
+    "answerable_evidence_seen": "answer",
+    "answerable_evidence_missed": "refuse",
+    "unanswerable": "refuse",
+}
+
+
+def evidence_row(label: str, has_gold: bool, gold_in_context: bool) -> str | None:
+    """The row of `EVIDENCE_ROWS` an answer belongs to: by its claim label when known, else by
+    whether the query has a gold document at all; None when neither says (counted apart)."""
+    kind = answerability(label)
+    if kind is None and has_gold:
+        kind = "answerable"
+    if kind == "unanswerable":
+        return "unanswerable"
+    if kind == "answerable":
+        return "answerable_evidence_seen" if gold_in_context else "answerable_evidence_missed"
+    return None
+
+
+def refusal_by_evidence(rows: Iterable[tuple[str | None, bool]]) -> dict[str, Any]:
+    """Per row of `EVIDENCE_ROWS`, over (row, refused) pairs: answers, refusals, the right
+    behaviour, and the share of answers that did it (None for an empty row, never 0)."""
+    out: dict[str, Any] = {
+        name: {"answers": 0, "refusals": 0, "right": right} for name, right in EVIDENCE_ROWS.items()
+    }
+    unplaced = 0
+    for row, refused in rows:
+        if row is None:
+            unplaced += 1
+            continue
+        out[row]["answers"] += 1
+        out[row]["refusals"] += bool(refused)
+    for entry in out.values():
+        n, r = entry["answers"], entry["refusals"]
+        done = r if entry["right"] == "refuse" else n - r
+        entry["correct"] = done / n if n else None
+        entry["refusal_rate"] = r / n if n else None
+    out["unplaced"] = unplaced
+    return out

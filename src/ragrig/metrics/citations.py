@@ -94,6 +94,21 @@ def context_documents(
     return docs
 
 
+def gold_in_context(
+    generations: pd.DataFrame, run: pd.DataFrame, gold: Mapping[str, frozenset[str]]
+) -> dict[str, bool]:
+    """qid -> whether a gold document reached the context of its answer (status ok only)."""
+    doc_of = chunk_documents(run)
+    out = {}
+    for g in generations.itertuples(index=False):
+        if g.status != "ok":
+            continue
+        qid = str(g.qid)
+        docs = context_documents(qid, json.loads(g.context_chunk_ids), doc_of)
+        out[qid] = bool(gold.get(qid, frozenset()) & set(docs))
+    return out
+
+
 def score_citations(
     generations: pd.DataFrame,
     run: pd.DataFrame,

@@ -48,6 +48,21 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
             f"/{r['answerable']} (rate {_rate(r['rate'])}); unanswerable refused "
             f"{r['correct_refusals']}/{r['unanswerable']}; unlabelled {r['unlabelled']}"
         )
+        ev = r.get("by_evidence")
+        if ev:
+            names = {
+                "answerable_evidence_seen": "answerable, gold in context",
+                "answerable_evidence_missed": "answerable, retrieval missed the gold",
+                "unanswerable": "unanswerable",
+            }
+            lines.append(
+                "refusals vs the evidence given: "
+                + "; ".join(
+                    f"{label}: refused {ev[k]['refusals']}/{ev[k]['answers']} (should "
+                    f"{ev[k]['right']}: right {_rate(ev[k]['correct'])})"
+                    for k, label in names.items()
+                )
+            )
     sc = metrics.get("self_consistency")
     if sc and sc.get("n"):
         lines.append(

@@ -9,15 +9,24 @@ citation precision/recall, refusal correctness and self-consistency.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from ragrig.metrics.answers import is_refusal, refusal_summary, self_consistency
+from ragrig.metrics.answers import (
+    EVIDENCE_ROWS,
+    evidence_row,
+    is_refusal,
+    refusal_by_evidence,
+    refusal_summary,
+    self_consistency,
+)
 from ragrig.metrics.citations import (
     citation_long,
     citation_summary,
     gold_documents,
+    gold_in_context,
     score_citations,
 )
 from ragrig.report.cost import cost_long, cost_summary, per_query_costs
@@ -26,12 +35,21 @@ COLUMNS = ["qid", "measure", "value"]
 
 
 def refusal_measures(
-    queries: pd.DataFrame, generations: pd.DataFrame, judgments: pd.DataFrame
+    queries: pd.DataFrame,
+    generations: pd.DataFrame,
+    judgments: pd.DataFrame,
+    gold: Mapping[str, frozenset[str]] | None = None,
+    in_context: Mapping[str, bool] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per query `refusal/refused` (1/0) and `refusal/correct` (1 when the answer refused
     exactly when the claim is unanswerable; labelled claims only), and the summary
     (ragrig.metrics.answers.refusal_summary). Answers are those the judge read (status
-    scored or no_claims); the others are counted under `not_judged`."""
+    scored or no_claims); the others are counted under `not_judged`.
+
+    With `gold` and `in_context` (qid -> a gold document reached the context), the refusals are
+    also judged against the evidence given (`refusal/correct_given_context`, summary
+    `by_evidence`): an answerable claim whose gold passage retrieval missed should be refused,
+    so "retrieval missed it" and "nothing answers it" are separate rows."""
     label = dict(
         zip(queries["qid"], queries.get("claim_label", pd.Series(dtype=str)), strict=False)
     )
@@ -39,7 +57,7 @@ def refusal_measures(
     kinds = (
         judgments["answer_kind"] if "answer_kind" in judgments.columns else [""] * len(judgments)
     )
-    rows, pairs, not_judged = [], [], 0
+    rows, pairs, evidence, not_judged = [], [], [], 0
     for qid, status, kind in zip(judgments["qid"], judgments["status"], kinds, strict=True):
         if status not in ("scored", "no_claims"):
             not_judged += 1
@@ -50,8 +68,16 @@ def refusal_measures(
         rows.append((qid, "refusal/refused", float(refused)))
         if lab in ("SUPPORT", "CONTRADICT", "NOT_ENOUGH_INFO"):
             rows.append((qid, "refusal/correct", float(refused == (lab == "NOT_ENOUGH_INFO"))))
+        if gold is not None and in_context is not None:
+            row = evidence_row(lab, bool(gold.get(qid)), bool(in_context.get(qid)))
+            evidence.append((row, refused))
+            if row is not None:
+                right = float(refused == (EVIDENCE_ROWS[row] == "refuse"))
+                rows.append((qid, "refusal/correct_given_context", right))
     summary = refusal_summary(pairs)
     summary["not_judged"] = not_judged
+    if gold is not None and in_context is not None:
+        summary["by_evidence"] = refusal_by_evidence(evidence)
     return pd.DataFrame(rows, columns=COLUMNS), summary
 
 
@@ -89,7 +115,11 @@ def answer_measures(inp: Any, cfg: Any) -> tuple[list[pd.DataFrame], dict[str, A
     scores, counts = score_citations(
         inp.generations, inp.reranked, gold_documents(inp.queries, inp.qrels)
     )
-    refusal_long, refusal = refusal_measures(inp.queries, inp.generations, inp.judgments)
+    gold = gold_documents(inp.queries, inp.qrels)
+    seen = gold_in_context(inp.generations, inp.reranked, gold)
+    refusal_long, refusal = refusal_measures(
+        inp.queries, inp.generations, inp.judgments, gold, seen
+    )
     sc_long, sc = consistency_measures(inp.generations)
     parts = [cost_long(costs), citation_long(scores), refusal_long, sc_long]
     metrics = {
