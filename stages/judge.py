@@ -31,6 +31,7 @@ def main() -> None:
         weights=cfg.weights.model_dump(),
         threshold=cfg.decision_threshold,
         veto=cfg.veto,
+        citation_checks=cfg.citation_checks,
     )
     from ragrig.judge.llm import self_preference
 

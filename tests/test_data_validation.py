@@ -544,6 +544,8 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
         "queries_unjudged_in_other_splits": {},
         "query_metadata_columns": [],
         "query_metadata_nested_fields": 0,
+        "document_metadata_columns": [],
+        "query_filters": 0,
         "split": "test",
         "surrogates_replaced": {"corpus": 0, "queries": 0, "claims": 0},
     }

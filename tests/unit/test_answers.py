@@ -401,7 +401,7 @@ def test_report_has_cost_citations_refusals_and_consistency():
     assert pq[("q1", "cost/system_usd")] == pytest.approx(0.0092)
     lines = "\n".join(summary_lines(json.loads(json.dumps(m))))
     assert "system p50 $" in lines and "judge p50 $" in lines and "p99" in lines
-    assert "citations vs gold documents: precision 0.3333 (3 citations)" in lines
+    assert "citations vs gold documents (document level): precision 0.3333 (3 citations)" in lines
     assert "refusals: 1 on labelled claims, 1 correct (precision 1.0000)" in lines
     # against the evidence given: q3's gold never reached its context, so answering it was not
     # what the context allowed; q1 had its gold and answered; q2 has nothing that answers it

@@ -34,6 +34,15 @@ def _veto_field() -> Any:
     )
 
 
+def _citation_checks_field() -> Any:
+    """`citation_checks` of every judge section."""
+    return Field(
+        True,
+        description="check each cited passage against the sentence citing it with this judge "
+        "(claim-level citation precision and recall; docs/metrics.md)",
+    )
+
+
 class FaithfulnessWeights(Section):
     """Weights of the faithfulness composite (non-negative, claims > 0, so the sum is > 0);
     renormalised over the parts an answer has (ragrig.judge.composite)."""
@@ -135,6 +144,7 @@ class JudgeBase(Section):
         "by `ragrig calibrate` on MTRAG's calibration half (None: not calibrated)",
     )
     veto: list[HardCheck] = _veto_field()
+    citation_checks: bool = _citation_checks_field()
 
 
 class AnswerModelConfig(Section):
@@ -225,6 +235,7 @@ class JudgeVerifier(Section):
         "faithful; chosen by `ragrig calibrate` on MTRAG's calibration half",
     )
     veto: list[HardCheck] = _veto_field()
+    citation_checks: bool = _citation_checks_field()
 
 
 class JudgeLLMClaims(JudgeBase):

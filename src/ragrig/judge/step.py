@@ -13,6 +13,7 @@ import pandas as pd
 
 from ragrig.core.schemas import DEFAULT_VETO, FAILURE_MODES, GENERATION_FAILED
 from ragrig.judge.base import InvalidVerdict, Judge
+from ragrig.judge.citations import check_citations, pair_items
 
 
 @dataclass
@@ -47,6 +48,12 @@ class _Row:
     judge_completion_tokens: int = 0
     judge_cpu_s: float = 0.0
     judge_model: str = ""
+    # citations checked claim by claim (ragrig.judge.citations; judge.citation_checks)
+    citation_pairs: int = 0
+    citation_pairs_supported: int = 0
+    claims_needing_support: int = 0
+    claims_cited_supported: int = 0
+    citation_checks: str = "[]"
 
 
 COLUMNS = list(_Row.__dataclass_fields__)
@@ -167,6 +174,7 @@ def judge_all(
     weights: Mapping[str, float] | None = None,
     threshold: float | None = None,
     veto: Collection[str] | None = None,
+    citation_checks: bool = False,
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
@@ -200,6 +208,8 @@ def judge_all(
             for g in generations.itertuples(index=False)
             if g.status not in GENERATION_FAILED
         ]
+        if citation_checks:  # each cited passage against its sentence, in the same run
+            items += [pair for item in items for pair in pair_items(*item)]
         t0, c0 = time.perf_counter(), time.process_time()
         # a failure here is not lost: each answer then calls the model alone and records it
         with contextlib.suppress(Exception):
@@ -224,6 +234,8 @@ def judge_all(
         question = queries[g.qid]
         t0, c0 = time.perf_counter(), time.process_time()
         fields = _claim_fields(judge, question, g.answer, contexts)
+        if citation_checks and fields["status"] not in ("error", "invalid"):
+            fields.update(check_citations(judge, question, g.answer, contexts))
         if llm is None:
             pass
         elif not str(g.answer).strip():
@@ -265,7 +277,16 @@ def judge_all(
     df = pd.DataFrame([{c: getattr(r, c) for c in COLUMNS} for r in rows], columns=COLUMNS)
     for col in FLOAT_COLUMNS:
         df[col] = df[col].astype("float64")
-    for col in ("n_claims", "n_supported", "judge_prompt_tokens", "judge_completion_tokens"):
+    for col in (
+        "n_claims",
+        "n_supported",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "citation_pairs",
+        "citation_pairs_supported",
+        "claims_needing_support",
+        "claims_cited_supported",
+    ):
         df[col] = df[col].astype("int64")
     df["llm_cached"] = df["llm_cached"].astype(bool)
     return df

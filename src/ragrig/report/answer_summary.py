@@ -34,11 +34,21 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
     c = metrics.get("citations")
     if c:
         lines.append(
-            f"citations vs gold documents: precision {_rate(c['precision'])} "
+            f"citations vs gold documents (document level): precision {_rate(c['precision'])} "
             f"({c['n_citations']} citations), recall {_rate(c['recall'])} "
             f"({c['n_gold_in_context']} gold documents in contexts); answers without "
             f"citations {c['no_citations']}, without gold in context {c['no_gold_in_context']}, "
             f"without gold {c['no_gold']}"
+        )
+    cl = (c or {}).get("claim_level")
+    if cl:
+        lines.append(
+            f"citations claim by claim: precision {_rate(cl['precision'])} "
+            f"({cl['cited_passages_supporting']} of {cl['cited_passages']} citations "
+            f"support the sentence citing them), recall {_rate(cl['recall'])} "
+            f"({cl['claims_cited_with_support']} of {cl['claims_needing_support']} sentences "
+            f"cite a supporting passage), completeness per answer "
+            f"{_rate(cl['mean_completeness'])}"
         )
     r = metrics.get("refusal")
     if r:

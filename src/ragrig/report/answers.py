@@ -81,6 +81,52 @@ def refusal_measures(
     return pd.DataFrame(rows, columns=COLUMNS), summary
 
 
+def claim_citation_measures(judgments: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Citations checked claim by claim (ragrig.judge.citations), over the answers the judge
+    read (status scored or no_claims): per query `citation/claim_precision` (cited passages that
+    support their sentence / cited passages, where it cites) and `citation/claim_recall` (its
+    completeness: sentences needing support that cite a supporting passage / such sentences);
+    pooled precision and recall with their denominators, and the mean completeness. None where
+    a denominator is empty, never 0."""
+    if "citation_pairs" not in judgments.columns:
+        return pd.DataFrame(columns=COLUMNS), None
+    read = judgments[judgments["status"].isin(["scored", "no_claims"])]
+    rows = []
+    for r in read.itertuples(index=False):
+        if r.citation_pairs:
+            rows.append(
+                (r.qid, "citation/claim_precision", r.citation_pairs_supported / r.citation_pairs)
+            )
+        if r.claims_needing_support:
+            rows.append(
+                (
+                    r.qid,
+                    "citation/claim_recall",
+                    r.claims_cited_supported / r.claims_needing_support,
+                )
+            )
+    pairs, supported = (
+        int(read["citation_pairs"].sum()),
+        int(read["citation_pairs_supported"].sum()),
+    )
+    need, covered = (
+        int(read["claims_needing_support"].sum()),
+        int(read["claims_cited_supported"].sum()),
+    )
+    complete = [v for _, m, v in rows if m == "citation/claim_recall"]
+    return pd.DataFrame(rows, columns=COLUMNS), {
+        "precision": supported / pairs if pairs else None,
+        "recall": covered / need if need else None,
+        "mean_completeness": sum(complete) / len(complete) if complete else None,
+        "cited_passages": pairs,
+        "cited_passages_supporting": supported,
+        "claims_needing_support": need,
+        "claims_cited_with_support": covered,
+        "answers": len(read),
+        "answers_citing": int((read["citation_pairs"] > 0).sum()),
+    }
+
+
 def consistency_measures(generations: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per query `correctness/self_consistency` for answered queries with samples."""
     if "samples" not in generations.columns:
@@ -121,10 +167,14 @@ def answer_measures(inp: Any, cfg: Any) -> tuple[list[pd.DataFrame], dict[str, A
         inp.queries, inp.generations, inp.judgments, gold, seen
     )
     sc_long, sc = consistency_measures(inp.generations)
-    parts = [cost_long(costs), citation_long(scores), refusal_long, sc_long]
+    claim_long, claim_level = claim_citation_measures(inp.judgments)
+    parts = [cost_long(costs), citation_long(scores), claim_long, refusal_long, sc_long]
+    citations = citation_summary(scores, counts)  # document level: cited documents vs gold
+    if claim_level is not None:
+        citations["claim_level"] = claim_level
     metrics = {
         "cost_usd_per_query": cost_summary(costs, notes, cfg),
-        "citations": citation_summary(scores, counts),
+        "citations": citations,
         "refusal": refusal,
         "self_consistency": sc,
     }

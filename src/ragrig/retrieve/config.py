@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ragrig.core.config import Section
+from ragrig.core.config import NonEmptyStr, Section
 
 
 class _RetrieveBase(Section):
@@ -67,12 +67,12 @@ class Preference(Section):
 class FilterConfig(Section):
     """Metadata filters in retrieval (docs/metrics.md "Filters"). Empty: no filter at all."""
 
-    assign: dict[str, list[str]] = Field(
+    assign: dict[NonEmptyStr, list[NonEmptyStr]] = Field(
         default_factory=dict,
         description="document field -> values, one drawn by the doc id's hash for each "
         "document whose corpus metadata lacks the field (corpora with no metadata)",
     )
-    eligibility: dict[str, str | list[str]] = Field(
+    eligibility: dict[NonEmptyStr, NonEmptyStr | list[NonEmptyStr]] = Field(
         default_factory=dict,
         description="the caller's eligibility (tenant, permissions): a hard invariant, never "
         "relaxed; a retrieved ineligible document is a counted violation",
@@ -80,7 +80,7 @@ class FilterConfig(Section):
     enforce_eligibility: bool = Field(
         True, description="false: eligibility is not applied (only its violations counted)"
     )
-    preferences: dict[str, Preference] = Field(default_factory=dict)
+    preferences: dict[NonEmptyStr, Preference] = Field(default_factory=dict)
     compare: bool = Field(
         True, description="also retrieve each preference hard and soft, for the report's rule"
     )
