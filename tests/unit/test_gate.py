@@ -56,7 +56,7 @@ def test_each_check_reads_its_value_against_its_bound(tmp_path):
     filters = {"false_exclusion_rate": 0.125, "excluded_queries": 1, "eligible_queries": 8}
     axes = {"faithfulness": 0.9, "relevance": 0.7, "correctness": 0.8}
     run = _run(tmp_path / "run", axes, [0.6, 0.5, 0.7, 0.4, 0.6, 0.5], filters)
-    base = _run(tmp_path / "base", axes, [0.65, 0.55, 0.75, 0.45, 0.65, 0.55])
+    _run(tmp_path / "base", axes, [0.65, 0.55, 0.75, 0.45, 0.65, 0.55])
     cfg = GateConfig(
         latency_p95_ms={"total": 2000, "judge": 100},
         cost_per_query_usd=0.001,
