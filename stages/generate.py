@@ -31,13 +31,18 @@ def main() -> None:
     run = read_table(rerank_dir / "run.parquet", "run")
     qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, seed)
     contexts = assemble_contexts(
-        run, dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), qids, cfg.n_passages
+        run,
+        dict(zip(chunks["chunk_id"], chunks["text"], strict=True)),
+        qids,
+        cfg.n_passages,
+        cfg.passage_order,
     )
     generator = make_generator(cfg, seed=seed, threads=threads)
+    texts = dict(zip(queries["qid"], queries["text"], strict=True))
     gens = generate_all(
         generator,
         qids,
-        dict(zip(queries["qid"], queries["text"], strict=True)),
+        texts,
         contexts,
         cfg.max_passage_chars,
         consistency_samples=getattr(cfg, "consistency_samples", 0),
@@ -45,6 +50,30 @@ def main() -> None:
         seed=seed,
         max_answer_chars=cfg.max_answer_chars,
     )
+    probe = probe_counts = None
+    if cfg.position_probe.enabled:  # the same generator, the gold passage moved
+        from ragrig.generate.position import probe_contexts
+
+        pcfg = cfg.position_probe
+        probed = qids[: pcfg.max_queries] if pcfg.max_queries else qids
+        qrels = read_table(parse_dir / "qrels.parquet", "qrels")
+        pctx, keys, probe_counts = probe_contexts(run, chunks, qrels, probed, pcfg.context_size)
+        probe = generate_all(
+            generator,
+            keys["key"].tolist(),
+            {k: texts[q] for k, q in zip(keys["key"], keys["qid"], strict=True)},
+            pctx,
+            cfg.max_passage_chars,
+            seed=seed,
+            max_answer_chars=cfg.max_answer_chars,
+        )
+        if len(probe):
+            probe = probe.merge(keys.rename(columns={"qid": "query_qid", "key": "qid"}), on="qid")
+        probe_counts = {
+            "answers": len(probe),
+            "queries": int(keys["qid"].nunique()),
+            **probe_counts,
+        }
     precision = None
     if hasattr(cfg, "prefill_precision"):  # the torch generator's prompt pass on this CPU
         from ragrig.weights.precision import precision_record, resolve_precision
@@ -56,6 +85,8 @@ def main() -> None:
     notes = {k: n for k, n in note_counts(gens).items() if n}
     with atomic_dir(args.out) as out:
         write_table(gens, out / "generations.parquet", "generations")
+        if probe is not None and len(probe):
+            write_table(probe, out / "position_probe.parquet", "generations")
         write_json(
             out / "manifest.json",
             {
@@ -64,10 +95,17 @@ def main() -> None:
                 "status": status,
                 "notes": notes,
                 "precision_decision": precision,
+                "position_probe": probe_counts,
             },
         )
     repaired = f", repaired {notes}" if notes else ""
     print(f"generate: {len(gens)} answers, status {status}{repaired}")
+    if probe_counts is not None:
+        print(
+            f"generate: position probe: {probe_counts['answers']} answers for "
+            f"{probe_counts['queries']} queries (left out: {probe_counts['no_gold']} without a "
+            f"gold document, {probe_counts['too_few_distractors']} with too few distractors)"
+        )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,19 @@ def main() -> None:
         veto=cfg.veto,
         citation_checks=cfg.citation_checks,
     )
+    probe_path = generate_dir / "position_probe.parquet"
+    probe = None
+    if probe_path.exists():  # the lost-in-the-middle probe's answers, judged alike
+        probe_gens = read_table(probe_path, "generations")
+        text = dict(zip(queries["qid"], queries["text"], strict=True))
+        probe = judge_all(
+            make_judge(cfg),
+            probe_gens,
+            {k: text[q] for k, q in zip(probe_gens["qid"], probe_gens["query_qid"], strict=True)},
+            weights=cfg.weights.model_dump(),
+            threshold=cfg.decision_threshold,
+            veto=cfg.veto,
+        )
     from ragrig.judge.llm import self_preference
 
     judge_models = [m.model for m in (cfg.llm, getattr(cfg, "verifier", None)) if m is not None]
@@ -49,6 +62,8 @@ def main() -> None:
     llm_status = judgments["llm_status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(judgments, out / "judgments.parquet", "judgments")
+        if probe is not None:
+            write_table(probe, out / "position_judgments.parquet", "judgments")
         write_json(
             out / "manifest.json",
             {

@@ -48,8 +48,8 @@ def main() -> None:
         write_views(report.metrics, run_tables(inputs.reranked, inputs.lanes), inputs.qrels, out)
         write_deltas(deltas, out)
         write_trec_files(inputs, out)
-        if done.filters is not None:
-            done.filters.to_csv(out / "filters.csv", index=False, float_format="%.6f")
+        for name, table in done.tables.items():
+            table.to_csv(out / name, index=False, float_format="%.6f")
     write_json(args.metrics, report.metrics)
     if args.html is not None:
         write_run_page(

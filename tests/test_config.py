@@ -220,3 +220,12 @@ def test_verifier_judge_needs_its_training_switched_on():
     # a model folder given directly needs no training stage
     given = validate_composition(compose(CONF, ["judge=verifier", "judge.model=/models/v"]))
     assert not given["train_verifier"].enabled
+
+
+def test_an_unknown_key_in_params_write_is_one_line_naming_the_fix():
+    with pytest.raises(ConfigError) as info:
+        compose_yaml(CONF, ["generate.nope=1"])
+    assert str(info.value) == (
+        "Could not override 'generate.nope'. To append to your config use +generate.nope=1 "
+        "(Key 'nope' is not in struct)"
+    )

@@ -48,9 +48,12 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
         except MissingConfigException as exc:
             raise ConfigError(_missing_option(exc, conf_dir)) from exc
         except ConfigCompositionException as exc:
-            if "Ambiguous value" not in str(exc):
-                raise
-            raise ConfigError(_override_error(exc, overrides)) from exc
+            if "Ambiguous value" in str(exc):
+                raise ConfigError(_override_error(exc, overrides)) from exc
+            # e.g. a key the config does not have: Hydra's two lines and their cause, as one
+            cause = str(exc.__cause__).splitlines()[0] if exc.__cause__ is not None else ""
+            text = " ".join(str(exc).split()) + (f" ({cause})" if cause else "")
+            raise ConfigError(text) from exc
         return out.read_text(encoding="utf-8")
 
 

@@ -11,11 +11,27 @@ from ragrig.core.urls import no_credentials
 from ragrig.generate.prompt import PROMPTS
 
 
+class PositionProbe(Section):
+    """The lost-in-the-middle probe (ragrig.generate.position): off by default."""
+
+    enabled: bool = False
+    context_size: int = Field(5, ge=3, le=20, description="passages: the gold and distractors")
+    max_queries: int | None = Field(
+        None, gt=0, description="probe at most this many of the sampled queries (null: all)"
+    )
+
+
 class _GenerateBase(Section):
     max_queries: int | None = Field(
         50, gt=0, description="deterministic sample size (seeded hash of qid); null = all"
     )
     n_passages: int = Field(3, gt=0, description="passages placed in the context")
+    passage_order: Literal["ranked", "reorder"] = Field(
+        "ranked",
+        description="ranked: best first; reorder: the strongest at both ends, the weakest in "
+        "the middle (the lost-in-the-middle mitigation)",
+    )
+    position_probe: PositionProbe = PositionProbe()
     max_passage_chars: int = Field(1200, gt=0)
     max_answer_chars: int = Field(
         20_000,

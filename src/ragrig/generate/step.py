@@ -26,9 +26,14 @@ def sample_queries(qids: list[str], max_queries: int | None, seed: int) -> list[
 
 
 def assemble_contexts(
-    run: pd.DataFrame, chunk_text: Mapping[str, str], qids: list[str], n_passages: int
+    run: pd.DataFrame,
+    chunk_text: Mapping[str, str],
+    qids: list[str],
+    n_passages: int,
+    order: str = "ranked",
 ) -> dict[str, list[tuple[str, str]]]:
-    """qid -> [(chunk_id, text)] of its best `n_passages` run rows, best (lowest rank) first.
+    """qid -> [(chunk_id, text)] of its best `n_passages` run rows, best (lowest rank) first, or
+    with `order` "reorder" the strongest at both ends (ragrig.generate.position.reorder_ends).
 
     Every qid in `qids` is a key (an empty list when the run has no row for it); a chunk id the
     run names but `chunk_text` lacks is a SchemaError naming it.
@@ -42,6 +47,10 @@ def assemble_contexts(
             if chunk_id not in chunk_text:
                 raise SchemaError(f"run: query {qid!r} ranks chunk {chunk_id!r}, not in chunks")
             contexts[qid].append((chunk_id, chunk_text[chunk_id]))
+    if order == "reorder":
+        from ragrig.generate.position import reorder_ends
+
+        contexts = {q: reorder_ends(c) for q, c in contexts.items()}
     return contexts
 
 

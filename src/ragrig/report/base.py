@@ -38,6 +38,8 @@ class ReportInputs:
     labels_file: str | None = None
     # the retrieve stage's metadata filters (ragrig.report.filters.FilterInputs); None: none
     filters: Any = None
+    # the lost-in-the-middle probe: (its generations, their judgments); None: not run
+    position: tuple[pd.DataFrame, pd.DataFrame] | None = None
 
 
 @dataclass(frozen=True)

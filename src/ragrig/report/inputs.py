@@ -53,6 +53,14 @@ def read_inputs(
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
         filters=read_filter_inputs(retrieve_dir),
+        position=(
+            (
+                read_table(generate_dir / "position_probe.parquet", "generations"),
+                read_table(judge_dir / "position_judgments.parquet", "judgments"),
+            )
+            if (judge_dir / "position_judgments.parquet").exists()
+            else None
+        ),
     )
     if labels_file.exists():
         from ragrig.dataset.labels import read_labels, run_answers

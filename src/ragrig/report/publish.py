@@ -18,7 +18,7 @@ def artifact_files(metrics: Path, out: Path, html: Path | None) -> list[Path]:
         *(out / name for name in ("per_query.parquet", "slices.csv", "scorecard.csv")),
         *(out / name for name in ("deltas.csv", "deltas.json", "summary.txt")),
         *sorted((out / "plots").glob("*.png")),
-        *([out / "filters.csv"] if (out / "filters.csv").exists() else []),
+        *(out / n for n in ("filters.csv", "position.csv") if (out / n).exists()),
         *([html] if html is not None else []),
     ]
 

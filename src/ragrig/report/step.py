@@ -3,6 +3,7 @@ reranker's paired deltas and the console summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -287,7 +288,9 @@ class Outcome:
     report: Report
     deltas: Any  # ragrig.report.paired's rerank-vs-retrieve comparison
     summary: str  # the console summary (summary.txt)
-    filters: pd.DataFrame | None = None  # per query, what the metadata filters cost (filters.csv)
+    # more per-query tables, by file name: filters.csv (what the metadata filters cost),
+    # position.csv (the lost-in-the-middle probe's answers)
+    tables: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
 
 
 def compute(
@@ -308,13 +311,20 @@ def compute(
     if ingestion is not None:
         report.metrics["ingestion"] = ingestion
     summary = format_summary(report.metrics, params)
-    table = None
+    tables = {}
     if inputs.filters is not None:
         from ragrig.report.filters import filter_measures
 
-        metrics, table, lines = filter_measures(
+        metrics, tables["filters.csv"], lines = filter_measures(
             inputs.filters, inputs.qrels, inputs.retrieved, cfg.filters, seed
         )
         report.metrics["filters"] = metrics
         summary += "\n" + "\n".join(lines)
-    return Outcome(report, deltas, summary, table)
+    if inputs.position is not None:
+        from ragrig.report.position import answer_values, position_measures
+
+        table = answer_values(*inputs.position, inputs.queries, cfg.scorecard)
+        report.metrics["position"], lines = position_measures(table, seed)
+        tables["position.csv"] = table
+        summary += "\n" + "\n".join(lines)
+    return Outcome(report, deltas, summary, tables)
