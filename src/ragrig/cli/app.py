@@ -42,6 +42,17 @@ def cmd_data(args: argparse.Namespace) -> int:
     from ragrig.dataset.download import ensure_dataset
 
     ds = load_section("dataset", args.params)
+    # the robustness sets: built when missing or built from other arguments
+    if ds.robustness is not None:
+        from ragrig.tools.robustness import build, is_current, write
+
+        r = ds.robustness
+        built_from = r.model_dump()
+        if not is_current(Path(ds.root), built_from):
+            built = build(Path(r.source), Path(r.mtrag_tasks), r.per_set, r.seed)
+            write(built, Path(ds.root), built_from)
+            sets = ", ".join(f"{k} {v['built']}" for k, v in built.counts.items())
+            print(f"dataset {ds.name}: robustness sets built at {ds.root} ({sets})")
     status = ensure_dataset(Path(ds.root), ds.download)
     if ds.documents or ds.golden:  # a folder of documents for parse=docling, not a BEIR layout
         from ragrig.core.errors import DataValidationError

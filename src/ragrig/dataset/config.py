@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ragrig.core.config import NonEmptyStr, Section
+from ragrig.core.config import NonEmptyStr, Section, Seed
 from ragrig.core.urls import no_credentials
 
 
@@ -54,11 +54,22 @@ class ClaimsFiles(Section):
     )
 
 
+class RobustnessBuild(Section):
+    """How `ragrig data ensure` builds the robustness sets when root does not exist
+    (ragrig.tools.robustness: the same sources, n and seed give the same folder)."""
+
+    source: NonEmptyStr = Field(description="the SciFact BEIR folder the sets come from")
+    mtrag_tasks: NonEmptyStr = Field(description="MTRAG's tasks file: out-of-scope questions")
+    per_set: int = Field(20, ge=2, le=300, description="sampled claims (and questions) per set")
+    seed: Seed = 13
+
+
 class DatasetConfig(Section):
     name: str
     root: str = Field(description="BEIR layout folder: corpus.jsonl[.gz], queries.jsonl, qrels/")
     split: str = "test"
     download: Download | None = None
+    robustness: RobustnessBuild | None = None
     claims: ClaimsFiles | None = None
     # a document dataset (parse=docling): the folders of documents (relative paths resolve
     # against the project, like root) and the folder of its golden queries.jsonl and qrels.tsv
