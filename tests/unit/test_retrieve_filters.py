@@ -46,6 +46,23 @@ def test_document_metadata_keeps_the_corpus_values_and_draws_the_rest_by_hash():
     assert document_metadata(docs.iloc[::-1].reset_index(drop=True), cfg) == meta
 
 
+def test_docling_documents_carry_their_file_format_section_and_page():
+    docs = pd.DataFrame(
+        {
+            "doc_id": ["a#1", "b#1"],
+            "path": ["report.pdf", "notes.docx"],
+            "format": ["pdf", "docx"],
+            "section": ["Results", ""],
+            "page_start": [3, 0],
+        }
+    )
+    meta = document_metadata(docs, _cfg())
+    assert meta == {
+        "a#1": {"file": "report.pdf", "format": "pdf", "section": "Results", "page": "3"},
+        "b#1": {"file": "notes.docx", "format": "docx", "page": "0"},
+    }
+
+
 def test_query_predicates_take_the_query_s_own_filter_then_each_preference_s_rule():
     meta = {"d1": {"locale": "en"}, "d2": {"locale": "de"}, "d3": {"locale": "fr"}}
     queries = pd.DataFrame(

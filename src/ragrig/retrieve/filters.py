@@ -2,7 +2,8 @@
 and how a plan of hard predicates and soft boosts is applied to one query's search.
 
 * Documents' metadata: the corpus's own (`meta_<field>` columns of the parse stage's documents
-  table); a field a document lacks, when `filters.assign` names it, is drawn by the doc id's hash
+  table; with parse=docling also each document's `file`, `format`, `section` and `page`); a
+  field a document lacks, when `filters.assign` names it, is drawn by the doc id's hash
   from the configured values, so the experiment runs on a corpus with none.
 * A query's predicate: its `metadata.filter` object (the parse stage's `filter` column); a
   configured preference it lacks is filled by that preference's rule (`gold`, `hash`) or left out
@@ -49,16 +50,26 @@ def pick(values: list[Any], key: str, salt: str) -> Any:
     return values[int(draw(key, salt) * len(values))]
 
 
+# parse=docling's own columns of a documents row, as metadata fields
+DOCLING_FIELDS = {"path": "file", "format": "format", "section": "section", "page_start": "page"}
+
+
 def document_metadata(documents: pd.DataFrame, cfg: Any) -> dict[str, dict[str, Any]]:
-    """doc_id -> {field: value}: the corpus's `meta_` columns, then `cfg.assign`'s fields drawn
+    """doc_id -> {field: value}: docling's file, format, section and page when the documents
+    came through parse=docling, the corpus's `meta_` columns, then `cfg.assign`'s fields drawn
     by hash for the documents that lack them."""
     cols = [c for c in documents.columns if c.startswith(META_PREFIX)]
+    names = [c[len(META_PREFIX) :] for c in cols]
+    for col, name in DOCLING_FIELDS.items():
+        if col in documents.columns:
+            cols.append(col)
+            names.append(name)
     meta: dict[str, dict[str, Any]] = {}
     for row in documents[["doc_id", *cols]].itertuples(index=False):
         values = {
-            c[len(META_PREFIX) :]: norm(v)
-            for c, v in zip(cols, row[1:], strict=True)
-            if v is not None and not (isinstance(v, float) and np.isnan(v))
+            name: norm(v)
+            for name, v in zip(names, row[1:], strict=True)
+            if v is not None and not (isinstance(v, float) and np.isnan(v)) and v != ""
         }
         meta[str(row[0])] = values
     for name, values in sorted(cfg.assign.items()):
