@@ -224,6 +224,18 @@ def test_a_failed_point_leaves_its_stages_to_the_next_point():
     assert schedule.ready(2) == [1]
 
 
+def test_table_shows_the_false_exclusion_rate_when_a_point_has_filters():
+    rows = [
+        row("hard", {"m": "hard"}, {"filters/false_exclusion_rate": 0.25}, "ok", None, 1.0),
+        row("soft", {"m": "soft"}, {"filters/false_exclusion_rate": 0.0}, "ok", None, 1.0),
+    ]
+    text = table(rows).splitlines()
+    assert text[0].split()[-3:] == ["false", "excl.", "s"]
+    assert text[1].split()[-2:] == ["0.2500", "1.0"] and text[2].split()[-2] == "0.0000*"
+    plain = row("p", {"m": "x"}, {"retrieval/ndcg_at_10": 0.5}, "ok", None, 1.0)
+    assert "excl." not in table([plain])
+
+
 def test_table_marks_the_best_point_per_metric_and_lists_failures(tmp_path):
     rows = [
         row(

@@ -15,6 +15,10 @@ HEADLINE: list[tuple[str, tuple[str, ...], bool]] = [
     ("p95 ms", ("latency_ms/total/p95", "latency_ms/retrieve/p95"), False),
     ("$/query", ("cost_usd_per_query/mean",), False),
 ]
+# columns shown only when some point has them: the metadata filters' cost
+OPTIONAL: list[tuple[str, tuple[str, ...], bool]] = [
+    ("false excl.", ("filters/false_exclusion_rate",), False),
+]
 
 
 def row(
@@ -74,16 +78,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     (highest, or lowest for latency and cost; ties all marked); failed points listed below."""
     keys = list(dict.fromkeys(k for r in rows for k in r["params"]))
     ok = [r for r in rows if r["status"] == "ok"]
+    headline = HEADLINE + [
+        c for c in OPTIONAL if any(_value(r["metrics"], c[1]) is not None for r in ok)
+    ]
     best: dict[str, float] = {}
-    for column, mkeys, higher in HEADLINE:
+    for column, mkeys, higher in headline:
         values = [v for r in ok if (v := _value(r["metrics"], mkeys)) is not None]
         if len(values) > 1:
             best[column] = max(values) if higher else min(values)
-    header = [*keys, *(c for c, _, _ in HEADLINE), "s"]
+    header = [*keys, *(c for c, _, _ in headline), "s"]
     lines = []
     for r in ok:
         cells = [str(r["params"].get(k, "")) for k in keys]
-        for column, mkeys, _ in HEADLINE:
+        for column, mkeys, _ in headline:
             v = _value(r["metrics"], mkeys)
             mark = "*" if column in best and v == best[column] else ""
             cells.append(_fmt(v, column) + mark)
