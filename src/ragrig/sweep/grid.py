@@ -176,12 +176,12 @@ def compose_point(point: list[str], conf_dir: Path | None = None) -> dict[str, A
     """Check, compose and validate one point's config exactly as `dvc exp run -S` will."""
     from hydra.errors import HydraException
 
-    from ragrig.compose.params import compose, validate_composition
+    from ragrig.compose.params import ConfigError, compose, validate_composition
 
     _check_groups(point, conf_dir)
     try:
         cfg = compose(conf_dir or CONF_DIR, point)
-    except HydraException:
+    except (HydraException, ConfigError):
         check_overrides(point, conf_dir)  # names the unknown key and its nearest valid ones
         raise
     validate_composition(cfg)
