@@ -26,6 +26,8 @@ def main() -> None:
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
     cfg = load_section("generate", args.params)
+    if cfg.method == "answers_file":
+        return from_file(args, cfg)
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     run = read_table(rerank_dir / "run.parquet", "run")
@@ -106,6 +108,40 @@ def main() -> None:
             f"{probe_counts['queries']} queries (left out: {probe_counts['no_gold']} without a "
             f"gold document, {probe_counts['too_few_distractors']} with too few distractors)"
         )
+
+
+def from_file(args, cfg) -> None:
+    """generate=answers_file: the team's answers (system.answers_file) as generations."""
+    from pathlib import Path
+
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.generate.external import read_answers_file, to_generations
+
+    parse_dir, chunk_dir, rerank_dir = args.inputs
+    path = Path(stage.read_system(args.params, "answers_file"))
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    gens, context_run, counts = to_generations(
+        read_answers_file(path),
+        str(path),
+        queries["qid"].tolist(),
+        read_table(rerank_dir / "run.parquet", "run"),
+        read_table(chunk_dir / "chunks.parquet", "chunks"),
+        cfg.max_passage_chars,
+        cfg.model,
+    )
+    status = gens["status"].value_counts().sort_index().to_dict()
+    with atomic_dir(args.out) as out:
+        write_table(gens, out / "generations.parquet", "generations")
+        write_table(context_run, out / "context_run.parquet", "run")
+        write_json(
+            out / "manifest.json",
+            {"method": cfg.method, "file": str(path), "sampled": len(gens), "status": status,
+             "answers_file": counts},
+        )  # fmt: skip
+    print(
+        f"generate: answers_file {path}: {len(gens)} answers, status {status}, "
+        f"{counts['passages_outside_the_run']} passages the run does not rank"
+    )
 
 
 if __name__ == "__main__":

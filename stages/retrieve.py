@@ -29,6 +29,8 @@ def main() -> None:
 
     parse_dir, chunk_dir, embed_dir, index_dir = args.inputs
     cfg = load_section("retrieve", args.params)
+    if cfg.method == "run_file":
+        return from_file(args, cfg)
     index_manifest = read_json(index_dir / "manifest.json")
     sparse_cfg = validate_section(
         "index", {"dense": index_manifest["dense"], "sparse": index_manifest["sparse"]}
@@ -113,6 +115,57 @@ def main() -> None:
             )
         )
     print(msg)
+
+
+def from_file(args, cfg) -> None:
+    """retrieve=run_file: the team's rankings (system.run_file), checked and written as a run."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from ragrig.core.config import load_section
+    from ragrig.core.errors import ConfigError
+    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.schemas import empty_table
+    from ragrig.retrieve.run_file import read_run_file, run_from_file
+
+    parse_dir, chunk_dir, embed_dir, _ = args.inputs
+    if load_section("filters", args.params).enabled:
+        raise ConfigError(
+            "filters apply inside the pipeline's own search: retrieve=run_file reads rankings "
+            "already made (set filters=none)"
+        )
+    path = Path(stage.read_system(args.params, "run_file"))
+    queries = read_table(parse_dir / "queries.parquet", "queries")
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    qids = read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist()
+    cids = read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist()
+    qvecs = np.load(embed_dir / "queries.npy", mmap_mode="r")
+    cvecs = np.load(embed_dir / "chunks.npy", mmap_mode="r")
+    run, counts = run_from_file(
+        read_run_file(path, cfg.format),
+        path,
+        queries["qid"].tolist(),
+        chunks,
+        cfg.depth,
+        dict(zip(qids, qvecs, strict=True)),
+        dict(zip(cids, cvecs, strict=True)),
+    )
+    lanes, latency = empty_table("lanes"), empty_table("latency")
+    with atomic_dir(args.out) as out:
+        write_table(run, out / "run.parquet", "run")
+        write_table(lanes, out / "lanes.parquet", "lanes")
+        write_table(latency, out / "latency.parquet", "latency")
+        write_json(
+            out / "manifest.json",
+            {"method": cfg.method, "queries": len(queries), "exact_dense": None, "file": str(path),
+             "run_file": counts},
+        )  # fmt: skip
+    print(
+        f"retrieve: run_file {path}: {counts['queries_ranked']} queries ranked "
+        f"({counts['queries_without_ranking']} without a ranking), {counts['ties']} score ties "
+        f"ordered as trec_eval orders them, {counts['cut_at_depth']} rows past depth {cfg.depth}"
+    )
 
 
 if __name__ == "__main__":

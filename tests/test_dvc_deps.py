@@ -143,7 +143,8 @@ def _first_str_arg(node: ast.Call) -> str | None:
 
 def params_read(wrapper: Path) -> set[str]:
     """Params a stage reads, in its wrapper or any module it imports: the sections it loads
-    (`load_section("embed", ...)`) and `runtime.<key>` for each `read_runtime(..., "<key>")`."""
+    (`load_section("embed", ...)`), `runtime.<key>` for each `read_runtime(..., "<key>")` and
+    `system.<key>` for each `read_system(..., "<key>")`."""
     read: set[str] = set()
     for path in {wrapper, *import_closure(wrapper)}:
         for node in ast.walk(_parsed(path)):
@@ -152,10 +153,10 @@ def params_read(wrapper: Path) -> set[str]:
             name = _call_name(node)
             if name == "load_section" and (section := _first_str_arg(node)):
                 read.add(section)
-            elif name == "read_runtime":
+            elif name in ("read_runtime", "read_system"):
                 key = node.args[1] if len(node.args) > 1 else None
-                assert isinstance(key, ast.Constant), f"{path}: runtime key must be a literal"
-                read.add(f"runtime.{key.value}")
+                assert isinstance(key, ast.Constant), f"{path}: {name} key must be a literal"
+                read.add(f"{name.removeprefix('read_')}.{key.value}")
     return read
 
 

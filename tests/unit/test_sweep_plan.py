@@ -39,7 +39,7 @@ def test_unknown_option_fails_before_any_point_listing_the_choices(cmd, tmp_path
     (line,) = proc.stderr.strip().splitlines()
     assert line == (
         "ragrig sweep: error: unknown option retrieve=foo: valid choices for retrieve are "
-        "bm25, dense, hybrid_convex, hybrid_rrf"
+        "bm25, dense, hybrid_convex, hybrid_rrf, run_file"
     )
     assert not (tmp_path / "m.db").exists() and not (tmp_path / "stage_log.jsonl").exists()
 

@@ -126,7 +126,7 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
             f"report.k_values {too_deep} exceed retrieve.depth {ret.depth}: a ranking is cut at "
             "depth, so recall@k would be measured on a shorter list; raise retrieve.depth"
         )
-    if gen.n_passages > ret.depth:
+    if getattr(gen, "n_passages", 0) > ret.depth:
         problems.append(f"generate.n_passages {gen.n_passages} exceeds retrieve.depth {ret.depth}")
     judge, train = validated["judge"], validated.get("train_verifier")
     if (

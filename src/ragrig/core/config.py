@@ -48,6 +48,18 @@ class RuntimeConfig(Section):
     threads: int = Field(2, gt=0)
 
 
+class SystemConfig(Section):
+    """The team's own system under test (docs/own-system.md): the files retrieve=run_file and
+    generate=answers_file read, each a DVC dependency of its stage only."""
+
+    run_file: NonEmptyStr = Field(
+        "conf/system/none.run", description="rankings: TREC run, JSONL or parquet"
+    )
+    answers_file: NonEmptyStr = Field(
+        "conf/system/none.jsonl", description="answers: JSONL, one object per query"
+    )
+
+
 SECTIONS: dict[str, str] = {
     "dataset": "ragrig.dataset.config:DatasetConfig",
     "parse": "ragrig.parse.config:ParseConfig",
@@ -64,6 +76,7 @@ SECTIONS: dict[str, str] = {
     "judge": "ragrig.judge.config:JudgeConfig",
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.core.config:RuntimeConfig",
+    "system": "ragrig.core.config:SystemConfig",
     # the shared run-cache (a DVC remote); no stage reads it, so choosing one recomputes nothing
     "storage": "ragrig.storage.remote:StorageConfig",
 }

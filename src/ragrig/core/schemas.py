@@ -206,3 +206,14 @@ def validate(df: pd.DataFrame, schema: str) -> pd.DataFrame:
             sample = df.loc[dup, list(spec.unique)].head(5).to_dict("records")
             raise SchemaError(f"{schema}: duplicate keys {list(spec.unique)}, e.g. {sample}")
     return df
+
+
+_DTYPES = {"str": "object", "int": "int64", "float": "float64", "bool": "bool"}
+
+
+def empty_table(schema: str) -> pd.DataFrame:
+    """A table of `schema` with no row, every column of its kind (an empty object column would
+    not pass as float)."""
+    return pd.DataFrame(
+        {c: pd.Series(dtype=_DTYPES[k.rstrip("?")]) for c, k in SCHEMAS[schema].columns.items()}
+    )

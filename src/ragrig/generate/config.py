@@ -174,7 +174,23 @@ class GenerateOpenAIHttp(_ChatBase):
     )
 
 
+class GenerateAnswersFile(Section):
+    """The team's own answers, read from `system.answers_file` (ragrig.generate.external)."""
+
+    method: Literal["answers_file"] = "answers_file"
+    model: NonEmptyStr = Field(
+        "team-system", description="the system's name: its price in report.prices"
+    )
+    max_passage_chars: int = Field(
+        1200, gt=0, description="a passage given by id only: its chunk's text cut here"
+    )
+
+
 GenerateConfig = Annotated[
-    GenerateExtractive | GenerateLlamaCpp | GenerateTorchGguf | GenerateOpenAIHttp,
+    GenerateExtractive
+    | GenerateLlamaCpp
+    | GenerateTorchGguf
+    | GenerateOpenAIHttp
+    | GenerateAnswersFile,
     Field(discriminator="method"),
 ]

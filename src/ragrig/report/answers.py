@@ -159,10 +159,10 @@ def answer_measures(inp: Any, cfg: Any) -> tuple[list[pd.DataFrame], dict[str, A
     """Long rows and metrics.json entries of cost, citations, refusals, self-consistency."""
     costs, notes = per_query_costs(inp.generations, inp.judgments, inp.latency, cfg)
     scores, counts = score_citations(
-        inp.generations, inp.reranked, gold_documents(inp.queries, inp.qrels)
+        inp.generations, inp.contexts_run, gold_documents(inp.queries, inp.qrels)
     )
     gold = gold_documents(inp.queries, inp.qrels)
-    seen = gold_in_context(inp.generations, inp.reranked, gold)
+    seen = gold_in_context(inp.generations, inp.contexts_run, gold)
     refusal_long, refusal = refusal_measures(
         inp.queries, inp.generations, inp.judgments, gold, seen
     )

@@ -40,6 +40,17 @@ class ReportInputs:
     filters: Any = None
     # the lost-in-the-middle probe: (its generations, their judgments); None: not run
     position: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    # the team's answers (generate=answers_file / rag_http): the passages they used that the
+    # run does not rank (data/generate/context_run.parquet); None: the pipeline's own generator
+    context_run: pd.DataFrame | None = None
+
+    @property
+    def contexts_run(self) -> pd.DataFrame:
+        """The run the answers' contexts came from: the reranked run, plus the passages an
+        external system used that it does not rank (ragrig.generate.external)."""
+        if self.context_run is None or not len(self.context_run):
+            return self.reranked
+        return pd.concat([self.reranked, self.context_run], ignore_index=True)
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,11 @@ def read_inputs(
             if (judge_dir / "position_judgments.parquet").exists()
             else None
         ),
+        context_run=(
+            read_table(generate_dir / "context_run.parquet", "run")
+            if (generate_dir / "context_run.parquet").exists()
+            else None
+        ),
     )
     if labels_file.exists():
         from ragrig.dataset.labels import read_labels, run_answers

@@ -39,8 +39,19 @@ class RetrieveHybridConvex(_RetrieveBase, _DenseSearch):
     normalization: Literal["minmax", "zscore"] = "minmax"
 
 
+class RetrieveRunFile(Section):
+    """The team's own rankings, read from `system.run_file` (ragrig.retrieve.run_file)."""
+
+    method: Literal["run_file"] = "run_file"
+    format: Literal["auto", "trec", "jsonl", "parquet"] = Field(
+        "auto",
+        description="auto: by the file's suffix (.run/.trec/.txt TREC, .jsonl, .parquet)",
+    )
+    depth: int = Field(100, gt=0, description="documents kept per query (by score)")
+
+
 RetrieveConfig = Annotated[
-    RetrieveDense | RetrieveBm25 | RetrieveHybridRrf | RetrieveHybridConvex,
+    RetrieveDense | RetrieveBm25 | RetrieveHybridRrf | RetrieveHybridConvex | RetrieveRunFile,
     Field(discriminator="method"),
 ]
 

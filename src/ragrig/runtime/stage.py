@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ragrig.core.errors import RagrigError
 from ragrig.core.paths import project_root
@@ -26,7 +27,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def read_runtime(params: Path, key: str) -> int:
+def read_runtime(params: Path, key: str) -> Any:
     """One key of the `runtime` section, validated: a stage reads only the keys it declares.
 
     DVC reruns a stage when a parameter it lists in dvc.yaml changes, so each stage lists, and
@@ -40,6 +41,18 @@ def read_runtime(params: Path, key: str) -> int:
     if key not in section:
         raise ConfigError(f"{params} has no runtime.{key}")
     return getattr(validate_section("runtime", {key: section[key]}), key)
+
+
+def read_system(params: Path, key: str) -> Any:
+    """One key of the `system` section (the team's files), validated, like read_runtime: the
+    run file is retrieve's dependency only, the answers file generate's."""
+    from ragrig.core.config import load_params, validate_section
+    from ragrig.core.errors import ConfigError
+
+    section = load_params(params).get("system") or {}
+    if key not in section:
+        raise ConfigError(f"{params} has no system.{key}")
+    return getattr(validate_section("system", {key: section[key]}), key)
 
 
 def apply_threads(threads: int) -> None:
