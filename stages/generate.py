@@ -26,8 +26,8 @@ def main() -> None:
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
     cfg = load_section("generate", args.params)
-    if cfg.method == "answers_file":
-        return from_file(args, cfg)
+    if cfg.method in ("answers_file", "rag_http"):
+        return external(args, cfg, seed)
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     run = read_table(rerank_dir / "run.parquet", "run")
@@ -110,36 +110,51 @@ def main() -> None:
         )
 
 
-def from_file(args, cfg) -> None:
-    """generate=answers_file: the team's answers (system.answers_file) as generations."""
+def external(args, cfg, seed: int) -> None:
+    """The team's own answers: read from system.answers_file (generate=answers_file), or asked
+    of its endpoint for each sampled query (generate=rag_http); judged like the pipeline's."""
     from pathlib import Path
 
     from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.generate.external import read_answers_file, to_generations
 
     parse_dir, chunk_dir, rerank_dir = args.inputs
-    path = Path(stage.read_system(args.params, "answers_file"))
     queries = read_table(parse_dir / "queries.parquet", "queries")
+    file = Path(stage.read_system(args.params, "answers_file"))
+    if cfg.method == "answers_file":
+        answers, source = read_answers_file(file), str(file)
+    else:
+        from ragrig.core.progress import track
+        from ragrig.generate import sample_queries
+        from ragrig.generate.rag_http import RagHttpClient
+
+        client = RagHttpClient.from_config(cfg)
+        texts = dict(zip(queries["qid"], queries["text"], strict=True))
+        qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, seed)
+        answers = [client.ask(q, texts[q]) for q in track(qids, f"ask {cfg.url}", "queries")]
+        source = cfg.url
     gens, context_run, counts = to_generations(
-        read_answers_file(path),
-        str(path),
+        answers,
+        source,
         queries["qid"].tolist(),
         read_table(rerank_dir / "run.parquet", "run"),
         read_table(chunk_dir / "chunks.parquet", "chunks"),
         cfg.max_passage_chars,
         cfg.model,
     )
+    if cfg.method == "rag_http":
+        counts["calls"] = client.calls
     status = gens["status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(gens, out / "generations.parquet", "generations")
         write_table(context_run, out / "context_run.parquet", "run")
         write_json(
             out / "manifest.json",
-            {"method": cfg.method, "file": str(path), "sampled": len(gens), "status": status,
-             "answers_file": counts},
+            {"method": cfg.method, "source": source, "sampled": len(gens), "status": status,
+             "external": counts},
         )  # fmt: skip
     print(
-        f"generate: answers_file {path}: {len(gens)} answers, status {status}, "
+        f"generate: {cfg.method} {source}: {len(gens)} answers, status {status}, "
         f"{counts['passages_outside_the_run']} passages the run does not rank"
     )
 

@@ -186,11 +186,70 @@ class GenerateAnswersFile(Section):
     )
 
 
+RagUrl = no_credentials(
+    "generate.url", "put the API key in the environment variable generate.api_key_env names"
+)
+
+
+class GenerateRagHttp(Section):
+    """The team's deployed RAG endpoint, one call per sampled query (ragrig.generate.rag_http)."""
+
+    method: Literal["rag_http"] = "rag_http"
+    url: RagUrl = Field(description="the endpoint, e.g. http://127.0.0.1:8000/ask")
+    model: NonEmptyStr = Field(
+        "team-system", description="the system's name: its price in report.prices"
+    )
+    max_queries: int | None = Field(
+        50, gt=0, description="deterministic sample size (seeded hash of qid); null = all"
+    )
+    request: NonEmptyStr = Field(
+        '{"question": "{query}"}',
+        description="the JSON body (a JSON object, as text); {query} and {qid} replaced in its "
+        "strings",
+    )
+    answer_path: NonEmptyStr = Field("answer", description="dotted path of the answer text")
+    passages_path: str | None = Field(
+        "contexts", description="dotted path of the passages used (ids, or objects); null: none"
+    )
+    passage_id_key: NonEmptyStr = "id"
+    passage_text_key: str | None = Field(
+        "text", description="key of the text the system used; null: the chunk's text"
+    )
+    citations_path: str | None = Field(
+        None, description="dotted path of the cited passage numbers; null: read [n] marks"
+    )
+    prompt_tokens_path: str | None = None
+    completion_tokens_path: str | None = None
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    max_passage_chars: int = Field(
+        1200, gt=0, description="a passage given by id only: its chunk's text cut here"
+    )
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="overall deadline of one call")
+    retries: int = Field(2, ge=0, le=10, description="HTTP 5xx, 429, failed connection: retries")
+    backoff_s: float = Field(1.0, ge=0, le=600, description="first retry wait, doubled each try")
+    max_retry_wait_s: RetryWait = 60.0
+    max_response_bytes: int = Field(4_000_000, gt=0, le=1_000_000_000)
+
+    @field_validator("request")
+    @classmethod
+    def _a_json_object(cls, value: str) -> str:
+        import json
+
+        try:
+            body = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"generate.request is not JSON ({exc})") from None
+        if not isinstance(body, dict):
+            raise ValueError("generate.request is not a JSON object")
+        return value
+
+
 GenerateConfig = Annotated[
     GenerateExtractive
     | GenerateLlamaCpp
     | GenerateTorchGguf
     | GenerateOpenAIHttp
-    | GenerateAnswersFile,
+    | GenerateAnswersFile
+    | GenerateRagHttp,
     Field(discriminator="method"),
 ]

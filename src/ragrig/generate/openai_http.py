@@ -15,14 +15,7 @@ from typing import Any
 
 from ragrig.generate.base import Generation
 from ragrig.generate.prompt import chat_messages, read_completion
-from ragrig.llm.http import (
-    CallTimeout,
-    Reply,
-    api_headers,
-    http_failure,
-    post_chat,
-    retry_delay,
-)
+from ragrig.llm.http import Reply, api_headers, http_failure, post_with_retries
 
 
 class OpenAIHttpGenerator:
@@ -79,30 +72,22 @@ class OpenAIHttpGenerator:
         )
 
     def _post(self, body: dict[str, Any]) -> Reply:
-        attempt = 0
-        while True:
-            attempt += 1
+        def count() -> None:
             self.calls += 1
-            try:
-                return post_chat(
-                    self.url,
-                    body,
-                    self.headers,
-                    self.timeout_s,
-                    self.secrets,
-                    self.max_response_bytes,
-                )
-            except CallTimeout:
-                raise
-            except Exception as exc:
-                wait = retry_delay(
-                    exc, attempt, self.retries, self.backoff_s, self.max_retry_wait_s
-                )
-                if wait is None:
-                    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
-                    # a plain RuntimeError row; the message names the URL, secrets redacted
-                    raise RuntimeError(f"{exc}{tries}") from None
-                self.sleep(wait)
+
+        return post_with_retries(
+            self.url,
+            body,
+            self.headers,
+            self.timeout_s,
+            self.secrets,
+            self.max_response_bytes,
+            self.retries,
+            self.backoff_s,
+            self.max_retry_wait_s,
+            self.sleep,
+            count,
+        )
 
     def generate(
         self,

@@ -327,3 +327,36 @@ def usage_counts(usage: Any) -> tuple[int, int, str]:
             return 0, 0, f"usage {name} {value!r} is not a count in [0, {MAX_USAGE_TOKENS:,}]"
         counts.append(value)
     return counts[0], counts[1], ""
+
+
+def post_with_retries(
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    timeout_s: float,
+    secrets: tuple[str, ...],
+    max_response_bytes: int,
+    retries: int,
+    backoff_s: float,
+    max_wait_s: float,
+    sleep: Any = time.sleep,
+    on_attempt: Any = None,
+) -> Reply:
+    """post_chat, tried again after a TransientHTTPError as retry_delay says. A timeout is
+    raised as is (CallTimeout); any other failure as one RuntimeError naming the URL (secrets
+    redacted) and the attempts. `on_attempt()` is called before each request sent."""
+    attempt = 0
+    while True:
+        attempt += 1
+        if on_attempt is not None:
+            on_attempt()
+        try:
+            return post_chat(url, body, headers, timeout_s, secrets, max_response_bytes)
+        except CallTimeout:
+            raise
+        except Exception as exc:
+            wait = retry_delay(exc, attempt, retries, backoff_s, max_wait_s)
+            if wait is None:
+                tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+                raise RuntimeError(f"{exc}{tries}") from None
+            sleep(wait)
