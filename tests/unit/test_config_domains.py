@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 from ragrig.core.config import SECTIONS, Section, section_schema, validate_section
 from ragrig.core.errors import ConfigError
 from ragrig.tools.calibrate.config import CalibrateConfig
+from ragrig.tools.gate import GateConfig
 
 from ..conftest import PROJECT
 
@@ -124,6 +125,7 @@ def _walk_all() -> tuple[list[str], set]:
         p for name in SECTIONS for p in _problems(section_schema(name), name, [], "", False, seen)
     ]
     problems += _model_problems(CalibrateConfig, "calibrate", seen)
+    problems += _model_problems(GateConfig, "gate", seen)
     return problems, seen
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ragrig.core.config import Section
+from ragrig.core.config import Section, Seed
 from ragrig.core.errors import ConfigError, DataValidationError
 
 PASS, FAIL, WARN, SKIP, UNMEASURED = "pass", "FAIL", "warn", "skipped", "not measured"
@@ -41,14 +41,14 @@ class GateConfig(Section):
     )
     resamples: int = Field(1000, ge=100, description="bootstrap resamples of each interval")
     level: float = Field(0.95, gt=0, lt=1, description="two-sided coverage of each interval")
-    seed: int = 13
-    latency_p95_ms: dict[str, float] = Field(
+    seed: Seed = 13
+    latency_p95_ms: dict[str, Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict, description="stage (or total) -> p95 SLO in ms"
     )
     cost_per_query_usd: float | None = Field(None, ge=0)
     max_false_exclusion: float | None = Field(None, ge=0, le=1)
     baseline: str | None = Field(None, description="a reports folder of the baseline run")
-    regression_budget: dict[str, float] = Field(
+    regression_budget: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict,
         description="per-query measure (per_query.parquet) -> the largest drop accepted",
     )
