@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"training"},
     {"train_embed", "train_rerank", "train_verifier"},
     {"compose"},
-    {"tools"},
+    {"tools", "traces"},
     {"sweep"},
     {"cli"},
 ]

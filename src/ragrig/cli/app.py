@@ -385,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pg.add_argument("--junit", default=None, help="write the checks as JUnit XML here")
     pg.set_defaults(func=cmd_gate)
+    from ragrig.traces.command import add_parser as add_traces
+
+    add_traces(sub)
     pu = sub.add_parser("ui", help="start or stop the MLflow UI over the project's store")
     pu.add_argument("action", choices=["start", "stop"])
     pu.add_argument("--port", type=int, default=5000)

@@ -1,0 +1,48 @@
+"""conf/traces.yaml: how `ragrig traces` samples, windows, alerts and tests for drift."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ragrig.core.config import Section, Seed
+
+Axis = Literal["faithfulness", "relevance", "correctness"]
+
+
+class DriftConfig(Section):
+    """Each window against the reference window (the first with `min_per_window` judged)."""
+
+    queries: bool = Field(
+        True, description="query drift: MMD of query embeddings (the embed section's model)"
+    )
+    max_queries: int = Field(
+        200, ge=10, le=5000, description="queries embedded per window (the smallest hashes)"
+    )
+    permutations: int = Field(200, ge=50, le=10000, description="of the MMD permutation test")
+    alpha: float = Field(0.01, gt=0, lt=1, description="a p-value below it is drift")
+
+
+class TracesConfig(Section):
+    sample_rate: float = Field(
+        0.05, gt=0, le=1, description="share of interactions judged, by a hash of their id"
+    )
+    seed: Seed = 13
+    window_minutes: int = Field(60, ge=1, le=525600, description="length of a time window")
+    floors: dict[Axis, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: {"faithfulness": 0.85, "relevance": 0.75, "correctness": 0.70},
+        description="an alert when a window's interval lower bound is below its axis's floor",
+    )
+    min_per_window: int = Field(
+        30, ge=2, le=100000, description="judged interactions a window needs to alert"
+    )
+    level: float = Field(0.95, gt=0, lt=1, description="two-sided coverage of each interval")
+    resamples: int = Field(1000, ge=100, le=100000, description="bootstrap resamples")
+    batch: int = Field(256, ge=1, le=100000, description="interactions judged together")
+    drift: DriftConfig = DriftConfig()
+    mlflow: bool = Field(True, description="one MLflow run per window, with its traces")
+    max_traces_per_window: int = Field(
+        100, ge=0, le=100000, description="judged interactions logged as MLflow traces"
+    )
+    experiment: Annotated[str, Field(min_length=1)] = "ragrig-traces"

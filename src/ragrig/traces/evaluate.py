@@ -1,0 +1,335 @@
+"""`ragrig traces`: a sample of logged interactions judged per time window, with intervals,
+alerts on the floors' lower bounds, and drift against a reference window.
+
+The file is streamed (ragrig.traces.read): memory holds the interactions waiting to be judged
+(`batch`), and per window the judged sample's values, at most `drift.max_queries` questions and
+`max_traces_per_window` traces, never the file.
+
+Per window, on the judged sample (no qrels, no reference answers needed):
+
+* faithfulness: what the scorecard's axis reads (report.scorecard.faithfulness_reads): the
+  judge's decision (judged faithful, at judge.decision_threshold with its vetoes) or its score;
+  the same judge as the pipeline's (the params' judge section), against the contexts logged;
+* relevance: the share of the question's content words found in its contexts (the scorecard's
+  keyword part; an empty context is 0);
+* correctness: the share of positive user feedback among the judged interactions that have it;
+* refusal rate, answer length (words), latency p50/p95.
+
+Each axis has a bootstrap interval (report-wide seed and resamples); a window with at least
+`min_per_window` values of an axis whose lower bound is below the floor is an alert.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragrig.traces.read import Interaction, Problems, interactions, sample_key
+
+AXES = ("faithfulness", "relevance", "correctness")
+
+
+@dataclass
+class Window:
+    start: float
+    lines: int = 0
+    judged: int = 0
+    values: dict[str, list[float]] = field(default_factory=lambda: {a: [] for a in AXES})
+    faith_score: list[float] = field(default_factory=list)
+    lengths: list[float] = field(default_factory=list)
+    refused: int = 0
+    latencies: list[float] = field(default_factory=list)
+    status: Counter = field(default_factory=Counter)
+    queries: list[tuple[float, str]] = field(default_factory=list)  # max-heap by -key
+    traces: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+@dataclass
+class Judging:
+    """What judges a batch: the params' judge and the scorecard's reading of it."""
+
+    judge: Any
+    weights: dict[str, float] | None
+    threshold: float | None
+    veto: Any
+    reads: str  # decision | score
+
+    @classmethod
+    def from_params(cls, params: Path) -> Judging:
+        from ragrig.core.config import load_section
+        from ragrig.judge import make_judge
+
+        jcfg = load_section("judge", params)
+        rcfg = load_section("report", params)
+        if getattr(jcfg, "llm", None) is not None:
+            from ragrig.core.errors import ConfigError
+
+            raise ConfigError(
+                "ragrig traces runs the deterministic judge: set judge.llm null (an LLM call "
+                "per sampled interaction is a separate, priced job)"
+            )
+        return cls(
+            make_judge(jcfg),
+            dict(jcfg.weights) if getattr(jcfg, "weights", None) else None,
+            getattr(jcfg, "decision_threshold", None),
+            getattr(jcfg, "veto", None),
+            rcfg.scorecard.faithfulness_reads,
+        )
+
+    def run(self, batch: list[Interaction]) -> pd.DataFrame:
+        from ragrig.judge.step import judge_all
+
+        gens = pd.DataFrame(
+            {
+                "qid": [str(i) for i in range(len(batch))],
+                "status": ["ok" if x.answer.strip() else "empty" for x in batch],
+                "answer": [x.answer for x in batch],
+                "contexts": [json.dumps(x.contexts, ensure_ascii=False) for x in batch],
+            }
+        )
+        queries = {str(i): x.question for i, x in enumerate(batch)}
+        return judge_all(
+            self.judge,
+            gens,
+            queries,
+            progress=False,
+            weights=self.weights,
+            threshold=self.threshold,
+            veto=self.veto,
+        )
+
+
+def keyword_relevance(question: str, contexts: list[str]) -> float | None:
+    from ragrig.core.text import tokenize
+    from ragrig.metrics.relevance import keyword_overlap
+
+    q = tokenize([question])[0]
+    if not contexts:
+        return 0.0 if q else None
+    return keyword_overlap(q, [t for toks in tokenize(contexts) for t in toks])
+
+
+@dataclass
+class Result:
+    windows: pd.DataFrame
+    drift: pd.DataFrame
+    alerts: list[str]
+    problems: Problems
+    lines: int
+    judged: int
+    seconds: float
+    traces: dict[float, list[dict[str, Any]]]
+
+
+def evaluate(
+    path: Path,
+    cfg: Any,
+    judging: Judging,
+    embedder: Any | None = None,
+    progress: bool = True,
+) -> Result:
+    """Stream `path`, judge the sample, and summarise each window (module doc)."""
+    import time
+
+    from ragrig.core.progress import bar
+
+    t0 = time.perf_counter()
+    width = cfg.window_minutes * 60
+    windows: dict[float, Window] = {}
+    problems = Problems()
+    pending: list[tuple[Interaction, float]] = []
+    lines = 0
+
+    def flush() -> None:
+        if not pending:
+            return
+        batch = [x for x, _ in pending]
+        judged = judging.run(batch)
+        for (x, key), j in zip(pending, judged.to_dict("records"), strict=True):
+            absorb(windows[x.ts // width * width], x, key, j, cfg, judging.reads)
+        pending.clear()
+
+    with bar("traces", None, "lines", on=progress) as b:
+        for _, x in interactions(path, problems):
+            lines += 1
+            start = x.ts // width * width
+            w = windows.get(start)
+            if w is None:
+                w = windows[start] = Window(start)
+            w.lines += 1
+            b.update(1)
+            key = sample_key(x.id, cfg.seed)
+            if key >= cfg.sample_rate:
+                continue
+            pending.append((x, key))
+            if len(pending) >= cfg.batch:
+                flush()
+        flush()
+    ordered = [windows[k] for k in sorted(windows)]
+    table, alerts = summarise(ordered, cfg)
+    drift = drift_table(ordered, cfg, embedder)
+    return Result(
+        table,
+        drift,
+        alerts,
+        problems,
+        lines + problems.total,
+        int(table["judged"].sum()) if len(table) else 0,
+        time.perf_counter() - t0,
+        {w.start: w.traces for w in ordered},
+    )
+
+
+def absorb(w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str) -> None:
+    """One judged interaction into its window."""
+    from ragrig.dataset.labels import answer_sha256
+    from ragrig.tracking.contents import TAG_ANSWER_SHA, TAG_QID
+
+    w.judged += 1
+    status = str(j["status"])
+    w.status[status] += 1
+    decision = j.get("judged_faithful")
+    decision = None if decision is None or decision != decision else float(decision)
+    score = j.get("faithfulness")
+    score = None if score is None or score != score else float(score)
+    if status == "scored":
+        value = decision if reads == "decision" and decision is not None else score
+        if value is not None:
+            w.values["faithfulness"].append(value)
+        if score is not None:
+            w.faith_score.append(score)
+    rel = keyword_relevance(x.question, x.contexts)
+    if rel is not None:
+        w.values["relevance"].append(rel)
+    if x.feedback is not None:
+        w.values["correctness"].append(x.feedback)
+    w.lengths.append(float(len(x.answer.split())))
+    w.refused += int(j.get("answer_kind") == "refusal")
+    if x.latency_ms is not None:
+        w.latencies.append(x.latency_ms)
+    if len(w.queries) < cfg.drift.max_queries:
+        heapq.heappush(w.queries, (-key, x.question))
+    elif -w.queries[0][0] > key:
+        heapq.heapreplace(w.queries, (-key, x.question))
+    if len(w.traces) < cfg.max_traces_per_window:
+        mode = str(j.get("failure_mode") or "")
+        w.traces.append(
+            {
+                "qid": x.id,
+                "inputs": {"question": x.question, "passages": x.contexts},
+                "outputs": {"answer": x.answer},
+                "tags": {TAG_QID: x.id, TAG_ANSWER_SHA: answer_sha256(x.answer)},
+                "status": "ok" if x.answer.strip() else "empty",
+                "judged_faithful": None if decision is None else bool(decision >= 0.5),
+                "rationale": f"failure mode: {mode}" if mode else ("faithful" if decision else ""),
+            }
+        )
+
+
+def _interval(values: list[float], cfg: Any) -> tuple[float | None, float | None, float | None]:
+    from ragrig.metrics.bootstrap import bootstrap_ci
+
+    if not values:
+        return None, None, None
+    low, high = bootstrap_ci(values, cfg.seed, cfg.resamples, 1.0 - cfg.level)
+    return float(np.mean(values)), low, high
+
+
+def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str]]:
+    rows, alerts = [], []
+    for w in windows:
+        row: dict[str, Any] = {
+            "window": iso(w.start),
+            "lines": w.lines,
+            "judged": w.judged,
+            "judge_errors": w.status.get("error", 0) + w.status.get("invalid", 0),
+        }
+        for axis in AXES:
+            mean, low, high = _interval(w.values[axis], cfg)
+            n = len(w.values[axis])
+            row.update({f"{axis}": mean, f"{axis}_low": low, f"{axis}_high": high, f"{axis}_n": n})
+            floor = cfg.floors.get(axis)
+            if floor is None or low is None:
+                continue
+            if n >= cfg.min_per_window and low < floor:
+                alerts.append(
+                    f"ALERT window {iso(w.start)}: {axis} {mean:.4f} [{low:.4f}, {high:.4f}] "
+                    f"(n={n}), lower bound below the floor {floor:.2f}"
+                )
+        row["faithfulness_score"] = float(np.mean(w.faith_score)) if w.faith_score else None
+        row["refusal_rate"] = w.refused / w.judged if w.judged else None
+        row["answer_words"] = float(np.mean(w.lengths)) if w.lengths else None
+        lat = np.asarray(w.latencies)
+        row["latency_p50_ms"] = float(np.percentile(lat, 50)) if len(lat) else None
+        row["latency_p95_ms"] = float(np.percentile(lat, 95)) if len(lat) else None
+        row["too_few_to_alert"] = w.judged < cfg.min_per_window
+        rows.append(row)
+    return pd.DataFrame(rows), alerts
+
+
+def drift_table(windows: list[Window], cfg: Any, embedder: Any | None) -> pd.DataFrame:
+    """Each window against the reference (the first with `min_per_window` judged)."""
+    from ragrig.traces.drift import length_test, mmd_test, refusal_test
+
+    ref = next((w for w in windows if w.judged >= cfg.min_per_window), None)
+    cols = ["window", "reference", "query_mmd2", "query_p", "answer_length_p", "refusal_p",
+            "drift"]  # fmt: skip
+    if ref is None:
+        return pd.DataFrame(columns=cols)
+
+    def vectors(w: Window) -> np.ndarray:
+        texts = [q for _, q in sorted(w.queries, key=lambda t: -t[0])]
+        return np.asarray(embedder.encode(texts), dtype=np.float64)
+
+    ref_vec = vectors(ref) if embedder is not None and cfg.drift.queries else None
+    rows = []
+    for w in windows:
+        if w is ref or not w.judged:
+            continue
+        mmd = p_query = None
+        if ref_vec is not None and len(w.queries) >= 2:
+            mmd, p_query = mmd_test(ref_vec, vectors(w), cfg.drift.permutations, cfg.seed)
+        p_len = length_test(ref.lengths, w.lengths)
+        p_ref = refusal_test(ref.refused, ref.judged, w.refused, w.judged)
+        ps = [p for p in (p_query, p_len, p_ref) if p is not None]
+        rows.append(
+            {
+                "window": iso(w.start),
+                "reference": iso(ref.start),
+                "query_mmd2": mmd,
+                "query_p": p_query,
+                "answer_length_p": p_len,
+                "refusal_p": p_ref,
+                "drift": ", ".join(
+                    name
+                    for name, p in (
+                        ("queries", p_query),
+                        ("answer length", p_len),
+                        ("refusals", p_ref),
+                    )  # fmt: skip
+                    if p is not None and p < cfg.drift.alpha
+                )
+                if ps
+                else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"

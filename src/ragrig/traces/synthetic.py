@@ -1,0 +1,99 @@
+"""A synthetic interaction log for trying and measuring `ragrig traces` (benchmarks/bench_traces.py),
+built from a BEIR corpus, deterministic from its arguments.
+
+Each interaction asks about one document (its question made of that document's words), is given
+that document and two others as contexts, and answers with one of the document's sentences (a
+faithful answer). From `incident_from` (a share of the time span) on, a third of the answers
+change a number or state a sentence of a document that is not in the context, a tenth refuse,
+and the questions turn to another topic (the documents that mention cells: query drift). A quarter of the
+interactions carry user feedback: 1 for a faithful answer, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+START = datetime(2026, 11, 30, tzinfo=UTC)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _documents(corpus: Path, limit: int) -> list[tuple[str, list[str]]]:
+    from ragrig.core.io import iter_lines
+
+    docs = []
+    for _, line in iter_lines(corpus):
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        sentences = [s for s in _SENTENCE.split(str(obj.get("text", ""))) if len(s.split()) >= 4]
+        if sentences:
+            docs.append((str(obj["_id"]), sentences[:6]))
+        if len(docs) >= limit:
+            break
+    if len(docs) < 4:
+        raise ValueError(f"{corpus}: fewer than 4 documents with a sentence")
+    return docs
+
+
+def write_synthetic(
+    path: Path,
+    corpus: Path,
+    n: int,
+    hours: int = 24,
+    seed: int = 13,
+    incident_from: float = 0.75,
+    max_docs: int = 2000,
+) -> Path:
+    """Write `n` interactions over `hours` hours to `path` (JSONL); returns the path."""
+    rng = random.Random(seed)
+    docs = _documents(corpus, max_docs)
+    # the incident's questions are about another topic: the documents that mention cells
+    topical = [d for d in docs if any(" cell" in x.lower() for x in d[1])]
+    rest = [d for d in docs if d not in topical]
+    if not topical or not rest:
+        topical, rest = docs[len(docs) // 2 :], docs[: len(docs) // 2]
+    span = hours * 3600
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            offset = span * i / n
+            incident = offset >= span * incident_from
+            pool = topical if incident else rest
+            doc_id, sentences = pool[rng.randrange(len(pool))]
+            others = [docs[rng.randrange(len(docs))] for _ in range(2)]
+            sentence = sentences[rng.randrange(len(sentences))]
+            words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
+            question = "What about " + " ".join(words[:6]) + "?"
+            roll = rng.random()
+            faithful = True
+            answer = sentence
+            if incident and roll < 0.1:
+                answer = "I could not find this in the provided documents."
+                faithful = False
+            elif incident and roll < 0.35:
+                faithful = False
+                if re.search(r"\d", sentence):
+                    answer = re.sub(r"\d+", lambda m: str(int(m.group()) + 7), sentence, count=1)
+                else:
+                    answer = docs[rng.randrange(len(docs))][1][0]
+            feedback = None
+            if rng.random() < 0.25:
+                feedback = int(faithful) if rng.random() > 0.05 else int(not faithful)
+            contexts = [{"id": doc_id, "text": " ".join(sentences)}] + [
+                {"id": d, "text": " ".join(s)} for d, s in others
+            ]
+            when = START + timedelta(seconds=offset)
+            row = {
+                "id": f"ix-{seed}-{i}",
+                "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "question": question,
+                "contexts": contexts,
+                "answer": answer,
+                "latency_ms": round(200 + rng.random() * 600 + (400 if incident else 0), 1),
+                "feedback": feedback,
+            }
+            fh.write(json.dumps(row) + "\n")
+    return Path(path)
