@@ -1,0 +1,117 @@
+"""`ragrig traces` at scale: a synthetic log of `--interactions` interactions over `--hours` hours
+(ragrig.traces.synthetic, built from the dataset's corpus) evaluated by the command itself in a
+child process (no MLflow), once per sample rate: wall time from the command's start (imports
+and model loads included), interactions per second over the whole file, and the child's peak
+resident memory (getrusage of the children; each rate in its own child).
+
+Targets: >= 200 interactions/s on 2 cores and peak memory under 1 GB, at a 5-10% sample.
+
+    python benchmarks/bench_traces.py [--interactions 100000] [--rates 0.05 0.10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import _common as C
+
+TARGET_PER_S = 200.0
+TARGET_PEAK_MIB = 1024.0
+
+
+def _child_peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+
+
+def run_rate(log: C.Path, rate: float, params: C.Path, work: C.Path) -> dict:
+    """The command on `log` at `rate`, in a fresh child (so its peak memory is its own)."""
+    out = work / f"out-{rate:g}"
+    code = (
+        "import resource, subprocess, sys, time, json\n"
+        "t0 = time.perf_counter()\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "wall = time.perf_counter() - t0\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0\n"
+        "print(json.dumps({'rc': p.returncode, 'wall_s': wall, 'peak_mib': peak,"
+        " 'stdout': p.stdout[-3000:], 'stderr': p.stderr[-3000:]}))\n"
+    )
+    cmd = [sys.executable, "-m", "ragrig", "traces", str(log), "--params", str(params),
+           "--out", str(out), "--sample-rate", str(rate), "--no-mlflow", "--quiet"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *cmd], capture_output=True, text=True, cwd=work, check=True
+    )
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if got["rc"] not in (0, 1):  # 1: an alert, the synthetic incident
+        raise RuntimeError(f"ragrig traces failed ({got['rc']}): {got['stderr']}")
+    summary = json.loads((out / "traces.json").read_text())
+    return {
+        "sample_rate": rate,
+        "exit": got["rc"],
+        "wall_s": round(got["wall_s"], 2),
+        "evaluate_s": summary["seconds"],
+        "lines": summary["lines"],
+        "judged": summary["judged"],
+        "per_s": round(summary["lines"] / got["wall_s"], 1),
+        "peak_mib": round(got["peak_mib"], 1),
+        "alerts": len(summary["alerts"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--interactions", type=int, default=100_000)
+    p.add_argument("--hours", type=int, default=24)
+    p.add_argument("--rates", type=float, nargs="+", default=[0.05, 0.10])
+    p.add_argument("--workdir", type=C.Path, default=None)
+    C.add_common_args(p)
+    args = p.parse_args(argv)
+    C.setup_env()
+    from ragrig.traces.synthetic import write_synthetic
+
+    root = args.dataset_root or C.DEFAULT_DATASET_ROOT
+    corpus = next(c for c in (root / "corpus.jsonl", root / "corpus.jsonl.gz") if c.exists())
+    params = args.params or C.DEFAULT_PARAMS
+    work = args.workdir or C.Path(tempfile.mkdtemp(prefix="bench-traces-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    log = write_synthetic(work / "interactions.jsonl", corpus, args.interactions, args.hours)
+    build_s = time.perf_counter() - t0
+    size_mib = os.path.getsize(log) / 2**20
+    runs = [run_rate(log, r, params, work) for r in args.rates]
+    rows = [
+        [f"{r['sample_rate']:g}", f"{r['judged']:,}", f"{r['wall_s']:.1f}", f"{r['per_s']:,.0f}",
+         f"{r['peak_mib']:.0f}", str(r["alerts"])]
+        for r in runs
+    ]  # fmt: skip
+    C.print_table(
+        f"ragrig traces on {args.interactions:,} interactions ({size_mib:.0f} MiB, {args.hours} h)",
+        ["sample", "judged", "wall s", "interactions/s", "peak MiB", "alerts"],
+        rows,
+    )
+    met = all(r["per_s"] >= TARGET_PER_S and r["peak_mib"] < TARGET_PEAK_MIB for r in runs)
+    print(
+        f"targets >= {TARGET_PER_S:.0f} interactions/s and peak < {TARGET_PEAK_MIB:.0f} MiB: "
+        f"{'met' if met else 'NOT met'}"
+    )
+    result = {
+        **C.header("traces"),
+        "config": {"interactions": args.interactions, "hours": args.hours, "rates": args.rates},
+        "file_mib": round(size_mib, 1),
+        "build_s": round(build_s, 2),
+        "runs": runs,
+        "targets": {"per_s": TARGET_PER_S, "peak_mib": TARGET_PEAK_MIB},
+        "target_met": met,
+    }
+    C.write_json(args.json, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
