@@ -49,6 +49,7 @@ BENCHMARKS = [
     "remote_cache",
     "generate",
     "filters",
+    "traces",
     "suite",
 ]
 QUICK_ARGS = {
@@ -73,6 +74,7 @@ QUICK_ARGS = {
     "remote_cache": ["--repeats", "1"],
     "generate": ["--n", "10", "--setting", "default", "--setting", "max_tokens=48"],
     "filters": ["--repeats", "1"],
+    "traces": ["--interactions", "20000", "--rates", "0.05"],
     "suite": ["--targets", "test"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
@@ -217,6 +219,16 @@ SMOKE_ARGS = {
     ],  # fmt: skip
     # a fresh clone timing one short pytest run, the venv linked
     "filters": ["--queries", "300", "--docs", "3000", "--repeats", "1"],
+    "traces": [
+        "--interactions",
+        "2000",
+        "--hours",
+        "4",
+        "--rates",
+        "0.1",
+        "--workdir",
+        "{tmp}/traces",
+    ],  # fmt: skip
     "suite": ["--smoke", "--workdir", "{tmp}/suite", "--markdown", "{tmp}/suite.md"],
 }
 

@@ -291,6 +291,16 @@ def test_filters_benchmark_measures_the_metric_and_the_report_block_alike(smoke)
     }
 
 
+def test_traces_benchmark_times_the_command_on_a_synthetic_log(smoke):
+    r = _ok(smoke, "traces")
+    (run,) = r["runs"]
+    assert r["config"] == {"interactions": 2000, "hours": 4, "rates": [0.1]}
+    assert run["lines"] == 2000 and run["sample_rate"] == 0.1
+    assert 150 <= run["judged"] <= 250  # a 10% hashed sample of 2,000
+    assert run["exit"] == 1 and run["alerts"] >= 1  # the synthetic incident is found
+    assert run["per_s"] > 0 and 100 < run["peak_mib"] < 4096
+
+
 def test_run_all_records_a_benchmark(tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.run(
