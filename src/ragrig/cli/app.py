@@ -44,10 +44,10 @@ def cmd_data(args: argparse.Namespace) -> int:
     ds = load_section("dataset", args.params)
     # the robustness sets: built when missing or built from other arguments
     if ds.robustness is not None:
-        from ragrig.tools.robustness import build, is_current, write
+        from ragrig.tools.robustness import SETS, build, is_current, write
 
         r = ds.robustness
-        built_from = r.model_dump()
+        built_from = {**r.model_dump(), "sets": list(SETS)}  # a new set rebuilds the folder
         if not is_current(Path(ds.root), built_from):
             built = build(Path(r.source), Path(r.mtrag_tasks), r.per_set, r.seed)
             write(built, Path(ds.root), built_from)

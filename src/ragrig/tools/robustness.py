@@ -13,12 +13,18 @@ belongs to one set, named by its `metadata.robustness_set` (a slice of every rep
   distractors that crowd the context;
 * `out_of_scope`: first questions of MTRAG conversations (finance, government, IT forums), which
   nothing in a biomedical corpus answers: the right behaviour is to refuse (NOT_ENOUGH_INFO, one
-  judgment of relevance 0 so the queries are kept and counted as having no gold).
+  judgment of relevance 0 so the queries are kept and counted as having no gold);
+* `only`: the supported claims made exclusive ("Only aspirin reduces fever"), labelled
+  NOT_ENOUGH_INFO: the rationale that supports "X does Y" does not establish that nothing else
+  does. Their gold documents stay relevant (the topic is the same), so retrieval is scored as for
+  the original and the answer should no longer be SUPPORTED. The rule's risk: an abstract that
+  does state exclusivity would make the label wrong. Claims that negate, or already say only,
+  are left out.
 
 Every choice is drawn from `seed`; the same sources and arguments give the same folder byte for
 byte. A claim that cannot be transformed (no number and no auxiliary verb) is left out of that
-set and counted. `only`/`except` queries are not built: no rule turns a claim into one whose label
-is known.
+set and counted. `except` queries are not built: no rule turns a claim into one whose label is
+known.
 
 `ragrig data ensure` builds the folder for `dataset=scifact_robustness` (conf/dataset/, its
 `robustness` block: sources, per_set, seed) when it is missing or was built from other arguments:
@@ -38,7 +44,7 @@ from typing import Any
 
 from ragrig.core.errors import DataValidationError
 
-SETS = ("original", "counterfactual", "negation", "near_duplicate", "out_of_scope")
+SETS = ("original", "counterfactual", "negation", "near_duplicate", "out_of_scope", "only")
 ID_BASE = {name: i * 1_000_000 for i, name in enumerate(SETS)}  # new claim ids per set
 _AUX = re.compile(
     r"\b(is|are|was|were|can|could|does|do|did|has|have|had|will|may|might|should)\b", re.I
@@ -53,6 +59,19 @@ def negate(text: str) -> str | None:
     if m is None or re.match(r"\s+not\b", text[m.end() :]):
         return None
     return f"{text[: m.end()]} not{text[m.end() :]}"
+
+
+_NEGATING = re.compile(r"\b(not|no|never|none|cannot|only)\b|n't\b", re.I)
+
+
+def exclusive(text: str) -> str | None:
+    """ "Only " + `text` (its first letter lowered unless the first word is a name or acronym);
+    None when the claim negates or already says only."""
+    if _NEGATING.search(text) or not text.strip():
+        return None
+    first = text.split()[0]
+    keep = any(ch.isupper() for ch in first[1:]) or any(ch.isdigit() for ch in first)
+    return "Only " + (text if keep else text[0].lower() + text[1:])
 
 
 def change_numbers(text: str) -> str | None:
@@ -139,7 +158,7 @@ def _mtrag_questions(path: Path) -> list[str]:
 
 
 def build(scifact: Path, mtrag_tasks: Path, n: int, seed: int) -> Built:
-    """The five sets from SciFact's dev claims (BEIR's test split) and MTRAG's questions."""
+    """The six sets from SciFact's dev claims (BEIR's test split) and MTRAG's questions."""
     from rank_bm25 import BM25Okapi
 
     from ragrig.core.text import tokenize
@@ -215,6 +234,12 @@ def build(scifact: Path, mtrag_tasks: Path, n: int, seed: int) -> Built:
                 }
             )
         add("near_duplicate", c["id"], c["claim"], c["evidence"], gold)
+        supported = all(r["label"] == "SUPPORT" for rs in c["evidence"].values() for r in rs)
+        only = exclusive(c["claim"]) if supported else None
+        if only is not None:
+            add("only", c["id"], only, {}, gold)
+        else:
+            counts["only"]["left_out"] += 1
     questions = _mtrag_questions(mtrag_tasks)
     if len(questions) < n:
         raise DataValidationError(f"{mtrag_tasks}: {len(questions)} usable questions, {n} wanted")
