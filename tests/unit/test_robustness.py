@@ -10,7 +10,14 @@ import yaml
 
 from ragrig.cli import app as cli
 from ragrig.core.config import validate_section
-from ragrig.tools.robustness import build, change_numbers, counterfactual, negate, write
+from ragrig.tools.robustness import (
+    build,
+    change_numbers,
+    counterfactual,
+    exclusive,
+    negate,
+    write,
+)
 
 from ..conftest import FIXTURE, PROJECT
 
@@ -26,6 +33,10 @@ def test_transformations():
     assert change_numbers("No numbers here.") is None
     assert counterfactual(["A is big.", "It took 3 days."], [1]) == ["A is big.", "It took 7 days."]
     assert counterfactual(["Phobos orbits Mars."], [0]) is None
+    assert exclusive("Aspirin reduces fever.") == "Only aspirin reduces fever."
+    assert exclusive("ALDH1 expression is prognostic.") == "Only ALDH1 expression is prognostic."
+    assert exclusive("Aspirin does not reduce fever.") is None
+    assert exclusive("Only aspirin reduces fever.") is None
 
 
 def test_sets_from_the_fixture_are_deterministic_and_counted():
