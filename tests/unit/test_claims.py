@@ -413,10 +413,14 @@ def test_judging_cost_is_linear_in_answer_length() -> None:
     base = "Aspirin reduces the risk of heart attack in 42 adults [1]. Smith studied it in 1988. "
 
     def seconds(n: int) -> float:
+        """CPU seconds, the least of 3 runs (a busy machine only ever adds time)."""
         text = (base * (n // len(base) + 1))[:n]
-        t0 = time.perf_counter()
-        sentence_spans(text + " ")  # a text not seen before: lru_cache cannot answer
-        return time.perf_counter() - t0
+        best = float("inf")
+        for k in range(3):
+            t0 = time.process_time()
+            sentence_spans(text + " " * (k + 1))  # a text not seen before: lru_cache cannot answer
+            best = min(best, time.process_time() - t0)
+        return best
 
     seconds(4_000)  # pySBD's rules compiled
     small, large = seconds(25_000), seconds(100_000)
