@@ -1,0 +1,1 @@
+"""conf/ composed into params.yaml, and what the sections require of each other."""

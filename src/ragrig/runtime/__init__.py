@@ -1,0 +1,1 @@
+"""The process a stage runs in: the wrapper kit, bounded calls, signals, install guards."""

@@ -1,0 +1,1 @@
+"""The shared DVC run-cache on S3."""

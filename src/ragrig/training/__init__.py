@@ -1,0 +1,1 @@
+"""What the training stages share: the split guard and deterministic fine-tuning."""

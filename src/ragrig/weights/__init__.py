@@ -1,0 +1,1 @@
+"""Packaged models located and fingerprinted, and the precision they run in."""
