@@ -77,3 +77,32 @@ def test_compare_refuses_different_query_sets(tmp_path, capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "1 query id(s) only in" in err and "['q2']" in err
+
+
+def test_compare_report_folders_pairs_the_answers_on_the_queries_both_scored(tmp_path, capsys):
+    rows = {
+        # A: q1 faithful, q2 not, q3 only in A; B: q1 and q2 faithful, q4 only in B
+        "ra": [("q1", 1.0), ("q2", 0.0), ("q3", 1.0)],
+        "rb": [("q1", 1.0), ("q2", 1.0), ("q4", 0.0)],
+    }
+    for name, run in (("ra", A), ("rb", B)):
+        folder = tmp_path / name / "run"
+        write_trec_run(run, folder / "trec" / "final.run", "t")
+        write_trec_qrels(QRELS, folder / "trec" / "qrels.txt")
+        pd.DataFrame(
+            {
+                "qid": [q for q, _ in rows[name]],
+                "measure": "faithfulness/judged_faithful",
+                "value": [v for _, v in rows[name]],
+            }
+        ).to_parquet(folder / "per_query.parquet")
+    code = main(["compare", str(tmp_path / "ra"), str(tmp_path / "rb"), "--seed", "13",
+                 "--resamples", "200", "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "answers, paired on the queries both runs scored (B - A)" in out
+    table = pd.read_csv(tmp_path / "out" / "answer_deltas.csv")
+    (row,) = table.to_dict("records")
+    assert (row["measure"], row["n"], row["mean_a"], row["mean_b"], row["delta"]) == (
+        "faithfulness/judged_faithful", 2, 0.5, 1.0, 0.5)  # fmt: skip
+    assert "faithfulness/judged_faithful" in out and "1/1" in out  # unpaired A/B
