@@ -124,14 +124,13 @@ def external(args, cfg, seed: int) -> None:
     if cfg.method == "answers_file":
         answers, source = read_answers_file(file), str(file)
     else:
-        from ragrig.core.progress import track
         from ragrig.generate import sample_queries
         from ragrig.generate.rag_http import RagHttpClient
 
         client = RagHttpClient.from_config(cfg)
         texts = dict(zip(queries["qid"], queries["text"], strict=True))
         qids = sample_queries(queries["qid"].tolist(), cfg.max_queries, seed)
-        answers = [client.ask(q, texts[q]) for q in track(qids, f"ask {cfg.url}", "queries")]
+        answers = client.ask_all([(q, texts[q]) for q in qids], cfg.concurrency)
         source = cfg.url
     gens, context_run, counts = to_generations(
         answers,

@@ -143,3 +143,15 @@ def test_a_url_with_credentials_or_a_request_that_is_no_json_object_is_refused()
             validate_section(
                 "generate", {"method": "rag_http", "url": "http://h/a", "request": bad}
             )
+
+
+def test_calls_in_flight_together_keep_the_queries_order(endpoint):
+    url, seen = endpoint
+    client = _client(url + "/slow", timeout_s=5.0)
+    items = [(f"q{i}", f"question {i}") for i in range(4)]
+    t0 = time.perf_counter()
+    answers = client.ask_all(items, concurrency=4, progress=False)
+    wall = time.perf_counter() - t0
+    assert [a.qid for a in answers] == ["q0", "q1", "q2", "q3"]
+    assert all(a.status == "ok" for a in answers) and client.calls == 4
+    assert wall < 4 * 1.5  # the four 1.5 s calls overlapped

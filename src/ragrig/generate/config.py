@@ -207,6 +207,9 @@ class GenerateRagHttp(Section):
         description="the JSON body (a JSON object, as text); {query} and {qid} replaced in its "
         "strings",
     )
+    concurrency: int = Field(
+        1, ge=1, le=64, description="calls in flight at once (answers kept in query order)"
+    )
     answer_path: NonEmptyStr = Field("answer", description="dotted path of the answer text")
     passages_path: str | None = Field(
         "contexts", description="dotted path of the passages used (ids, or objects); null: none"

@@ -16,6 +16,7 @@ path) is an answer with status error or timeout and the reason, counted, never a
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +96,7 @@ class RagHttpClient:
         self.max_response_bytes = max_response_bytes
         self.sleep = sleep
         self.calls = 0  # requests sent, retries included
+        self._lock = threading.Lock()
         self.headers, self.secrets = api_headers(api_key_env, "generate.api_key_env")
 
     @classmethod
@@ -118,7 +120,31 @@ class RagHttpClient:
         )
 
     def _count(self) -> None:
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
+
+    def ask_all(
+        self, items: list[tuple[str, str]], concurrency: int = 1, progress: bool = True
+    ) -> list[Answer]:
+        """The answers to (qid, query) items, in their order, `concurrency` calls at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ragrig.core.progress import bar
+
+        with bar(f"ask {self.url}", len(items), "queries", on=progress) as b:
+            if concurrency == 1:
+                out = []
+                for qid, query in items:
+                    out.append(self.ask(qid, query))
+                    b.update(1)
+                return out
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                futures = [pool.submit(self.ask, qid, query) for qid, query in items]
+                out = []
+                for f in futures:
+                    out.append(f.result())  # ask never raises: a failure is an Answer
+                    b.update(1)
+                return out
 
     def ask(self, qid: str, query: str) -> Answer:
         """The endpoint's answer to one query; a failure is an Answer with status error or
