@@ -172,3 +172,18 @@ def load_section(name: str, path: str | Path = "params.yaml") -> Any:
     if name not in params:
         raise ConfigError(f"{path} has no {name!r} section")
     return validate_section(name, params[name])
+
+
+def load_config_file(model: type[Section], path: Path | None, default: str) -> Any:
+    """A command's own YAML config (conf/gate.yaml, conf/traces.yaml) validated by `model`: the
+    model's defaults when `path` is None or is the `default` path and absent; any other missing
+    file, YAML error or schema error is one ConfigError line naming the file."""
+    if path is None or not Path(path).exists():
+        if path is not None and str(path) != default:
+            raise ConfigError(f"no config file {path}")
+        return model()
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return model.model_validate(raw)
+    except Exception as exc:  # one line, whatever the YAML or schema said
+        raise ConfigError(f"{path}: {' '.join(str(exc).split())[:300]}") from None

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ragrig.core.config import Section, Seed
-from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.errors import DataValidationError
 
 PASS, FAIL, WARN, SKIP, UNMEASURED = "pass", "FAIL", "warn", "skipped", "not measured"
 
@@ -78,18 +78,9 @@ class Check:
 
 def load_config(path: Path | None) -> GateConfig:
     """conf/gate.yaml (or `path`); no file: the floors alone, on their lower bounds."""
-    import yaml
+    from ragrig.core.config import load_config_file
 
-    if path is None or not Path(path).exists():
-        if path is not None and str(path) != "conf/gate.yaml":
-            raise ConfigError(f"ragrig gate: no config file {path}")
-        return GateConfig()
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        return GateConfig.model_validate(raw)
-    except Exception as exc:  # one line, whatever the YAML or schema said
-        msg = str(exc).replace("\n", " ")
-        raise ConfigError(f"ragrig gate: {path}: {msg[:300]}") from None
+    return load_config_file(GateConfig, path, "conf/gate.yaml")
 
 
 def per_query_table(reports: Path) -> Any:

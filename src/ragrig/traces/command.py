@@ -16,19 +16,9 @@ from ragrig.traces.evaluate import AXES, Judging, Result, evaluate, fmt
 
 def load_config(path: Path | None) -> TracesConfig:
     """conf/traces.yaml (or `path`); no file at the default path: the defaults."""
-    import yaml
+    from ragrig.core.config import load_config_file
 
-    from ragrig.core.errors import ConfigError
-
-    if path is None or not Path(path).exists():
-        if path is not None and str(path) != "conf/traces.yaml":
-            raise ConfigError(f"no config file {path}")
-        return TracesConfig()
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        return TracesConfig.model_validate(raw)
-    except Exception as exc:  # one line, whatever the YAML or schema said
-        raise ConfigError(f"{path}: {' '.join(str(exc).split())[:300]}") from None
+    return load_config_file(TracesConfig, path, "conf/traces.yaml")
 
 
 def query_embedder(params: Path) -> Any:
