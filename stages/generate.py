@@ -122,6 +122,9 @@ def external(args, cfg, seed: int) -> None:
     queries = read_table(parse_dir / "queries.parquet", "queries")
     file = Path(stage.read_system(args.params, "answers_file"))
     if cfg.method == "answers_file":
+        from ragrig.core.config import refuse_placeholder
+
+        refuse_placeholder(file, "system.answers_file")
         answers, source = read_answers_file(file), str(file)
     else:
         from ragrig.generate import sample_queries

@@ -123,7 +123,7 @@ def from_file(args, cfg) -> None:
 
     import numpy as np
 
-    from ragrig.core.config import load_section
+    from ragrig.core.config import load_section, refuse_placeholder
     from ragrig.core.errors import ConfigError
     from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.core.schemas import empty_table
@@ -136,6 +136,7 @@ def from_file(args, cfg) -> None:
             "already made (set filters=none)"
         )
     path = Path(stage.read_system(args.params, "run_file"))
+    refuse_placeholder(path, "system.run_file")
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     qids = read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist()

@@ -151,3 +151,19 @@ def test_a_bad_answers_file_is_one_line_naming_the_case(tmp_path, objs, message)
     with pytest.raises(DataValidationError, match=message) as err:
         to_generations(read_answers_file(path), str(path), QIDS, RUN, CHUNKS, 100, "m")
     assert "\n" not in str(err.value)
+
+
+def test_the_default_files_are_placeholders_a_stage_refuses_in_one_line(tmp_path):
+    from ragrig.core.config import SystemConfig, refuse_placeholder
+    from ragrig.core.errors import ConfigError
+
+    from ..conftest import PROJECT
+
+    defaults = SystemConfig()
+    for key in ("run_file", "answers_file"):
+        path = PROJECT / getattr(defaults, key)
+        with pytest.raises(ConfigError, match=f"system.{key} is the placeholder .*: set it"):
+            refuse_placeholder(path, f"system.{key}")
+    real = tmp_path / "team.run"
+    real.write_text("q1 Q0 a 1 1 t\n")
+    refuse_placeholder(real, "system.run_file")  # a real file passes

@@ -48,6 +48,21 @@ class RuntimeConfig(Section):
     threads: int = Field(2, gt=0)
 
 
+# The first line of the placeholder files conf/system/none.* (DVC warns about an empty dependency).
+PLACEHOLDER = "# ragrig placeholder"
+
+
+def refuse_placeholder(path: Path, key: str) -> None:
+    """A ConfigError when `path` is one of the placeholders: `key` was left at its default."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return
+    if first.startswith(PLACEHOLDER):
+        raise ConfigError(f"{key} is the placeholder {path}: set it to your file")
+
+
 class SystemConfig(Section):
     """The team's own system under test (docs/own-system.md): the files retrieve=run_file and
     generate=answers_file read, each a DVC dependency of its stage only."""
