@@ -37,6 +37,11 @@ def test_transformations():
     assert exclusive("ALDH1 expression is prognostic.") == "Only ALDH1 expression is prognostic."
     assert exclusive("Aspirin does not reduce fever.") is None
     assert exclusive("Only aspirin reduces fever.") is None
+    assert exclusive("Aspirin reduces fever.", "Nothing except") == (
+        "Nothing except aspirin reduces fever."
+    )
+    assert exclusive("Nothing except aspirin reduces fever.", "Nothing except") is None
+    assert exclusive("All NSAIDs except aspirin reduce fever.") is None
 
 
 def test_sets_from_the_fixture_are_deterministic_and_counted():
@@ -48,6 +53,7 @@ def test_sets_from_the_fixture_are_deterministic_and_counted():
         "near_duplicate": {"built": 2, "left_out": 0},
         "out_of_scope": {"built": 2, "left_out": 0},
         "only": {"built": 1, "left_out": 1},  # claim 7 is contradicted: not made exclusive
+        "except": {"built": 1, "left_out": 1},
     }
     sets = {q["_id"]: q["metadata"]["robustness_set"] for q in built.queries}
     assert sets == {
@@ -60,12 +66,17 @@ def test_sets_from_the_fixture_are_deterministic_and_counted():
         "4000000": "out_of_scope",
         "4000001": "out_of_scope",
         "5000003": "only",
+        "6000003": "except",
     }
     texts = {q["_id"]: q["text"] for q in built.queries}
     assert texts["5000003"] == "Only vitamin B12 deficiency raises homocysteine levels in blood."
-    only = next(c for c in built.claims if c["id"] == 5000003)
-    assert only["evidence"] == {}  # NOT_ENOUGH_INFO: the support of the inclusive claim only
-    assert sorted(d for q, d, r in built.qrels if q == "5000003" and r > 0) == ["d05"]
+    assert texts["6000003"] == (
+        "Nothing except vitamin B12 deficiency raises homocysteine levels in blood."
+    )
+    for qid in ("5000003", "6000003"):
+        claim = next(c for c in built.claims if c["id"] == int(qid))
+        assert claim["evidence"] == {}  # NOT_ENOUGH_INFO: the support of the inclusive claim only
+        assert sorted(d for q, d, r in built.qrels if q == qid and r > 0) == ["d05"]
     added = {d["_id"]: d["text"] for d in built.corpus[20:]}
     assert (
         added["cf-7-d20"] == "Mountain glaciers are not retreating worldwide as temperatures rise."
@@ -97,6 +108,7 @@ def test_the_folder_parses_with_a_set_per_query_and_the_swapped_labels(tmp_path)
     assert q.loc["4000000", "claim_label"] == "NOT_ENOUGH_INFO" and q.loc["4000000", "n_gold"] == 0
     # the exclusive claim: not enough information, its topic's document still relevant
     assert (q.loc["5000003", "claim_label"], q.loc["5000003", "n_gold"]) == ("NOT_ENOUGH_INFO", 1)
+    assert (q.loc["6000003", "claim_label"], q.loc["6000003", "n_gold"]) == ("NOT_ENOUGH_INFO", 1)
     assert len(parsed.documents) == 27
 
 

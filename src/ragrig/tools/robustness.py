@@ -19,12 +19,16 @@ belongs to one set, named by its `metadata.robustness_set` (a slice of every rep
   does. Their gold documents stay relevant (the topic is the same), so retrieval is scored as for
   the original and the answer should no longer be SUPPORTED. The rule's risk: an abstract that
   does state exclusivity would make the label wrong. Claims that negate, or already say only,
-  are left out.
+  are left out;
+* `except`: the same exclusive claims said with an exception ("Nothing except aspirin reduces
+  fever"), labelled NOT_ENOUGH_INFO for the same reason: the exclusivity without the word "only",
+  so a reader that keys on that word is told apart from one that reads the claim. The same
+  claims are left out (and those that already say "except").
 
 Every choice is drawn from `seed`; the same sources and arguments give the same folder byte for
 byte. A claim that cannot be transformed (no number and no auxiliary verb) is left out of that
-set and counted. `except` queries are not built: no rule turns a claim into one whose label is
-known.
+set and counted. Only exclusive exceptions are built: an exception that names another case
+("X does Y except in Z") has a label the evidence for "X does Y" does not give.
 
 `ragrig data ensure` builds the folder for `dataset=scifact_robustness` (conf/dataset/, its
 `robustness` block: sources, per_set, seed) when it is missing or was built from other arguments:
@@ -44,7 +48,15 @@ from typing import Any
 
 from ragrig.core.errors import DataValidationError
 
-SETS = ("original", "counterfactual", "negation", "near_duplicate", "out_of_scope", "only")
+SETS = (
+    "original",
+    "counterfactual",
+    "negation",
+    "near_duplicate",
+    "out_of_scope",
+    "only",
+    "except",
+)
 ID_BASE = {name: i * 1_000_000 for i, name in enumerate(SETS)}  # new claim ids per set
 _AUX = re.compile(
     r"\b(is|are|was|were|can|could|does|do|did|has|have|had|will|may|might|should)\b", re.I
@@ -61,17 +73,18 @@ def negate(text: str) -> str | None:
     return f"{text[: m.end()]} not{text[m.end() :]}"
 
 
-_NEGATING = re.compile(r"\b(not|no|never|none|cannot|only)\b|n't\b", re.I)
+_NEGATING = re.compile(r"\b(not|no|never|none|nothing|cannot|only|except)\b|n't\b", re.I)
 
 
-def exclusive(text: str) -> str | None:
-    """ "Only " + `text` (its first letter lowered unless the first word is a name or acronym);
-    None when the claim negates or already says only."""
+def exclusive(text: str, lead: str = "Only") -> str | None:
+    """`lead` + " " + `text` (its first letter lowered unless the first word is a name or
+    acronym): "Only aspirin reduces fever", or with lead "Nothing except" the same exclusivity
+    as an exception; None when the claim negates or already says only or except."""
     if _NEGATING.search(text) or not text.strip():
         return None
     first = text.split()[0]
     keep = any(ch.isupper() for ch in first[1:]) or any(ch.isdigit() for ch in first)
-    return "Only " + (text if keep else text[0].lower() + text[1:])
+    return f"{lead} " + (text if keep else text[0].lower() + text[1:])
 
 
 def change_numbers(text: str) -> str | None:
@@ -158,7 +171,7 @@ def _mtrag_questions(path: Path) -> list[str]:
 
 
 def build(scifact: Path, mtrag_tasks: Path, n: int, seed: int) -> Built:
-    """The six sets from SciFact's dev claims (BEIR's test split) and MTRAG's questions."""
+    """The seven sets from SciFact's dev claims (BEIR's test split) and MTRAG's questions."""
     from rank_bm25 import BM25Okapi
 
     from ragrig.core.text import tokenize
@@ -238,8 +251,10 @@ def build(scifact: Path, mtrag_tasks: Path, n: int, seed: int) -> Built:
         only = exclusive(c["claim"]) if supported else None
         if only is not None:
             add("only", c["id"], only, {}, gold)
+            add("except", c["id"], exclusive(c["claim"], "Nothing except"), {}, gold)
         else:
             counts["only"]["left_out"] += 1
+            counts["except"]["left_out"] += 1
     questions = _mtrag_questions(mtrag_tasks)
     if len(questions) < n:
         raise DataValidationError(f"{mtrag_tasks}: {len(questions)} usable questions, {n} wanted")
