@@ -55,24 +55,28 @@ def main() -> None:
     probe = probe_counts = None
     if cfg.position_probe.enabled:  # the same generator, the gold passage moved
         from ragrig.generate.position import probe_contexts
+        from ragrig.generate.step import answer_probe
 
         pcfg = cfg.position_probe
         probed = qids[: pcfg.max_queries] if pcfg.max_queries else qids
         qrels = read_table(parse_dir / "qrels.parquet", "qrels")
-        pctx, keys, probe_counts = probe_contexts(run, chunks, qrels, probed, pcfg.context_size)
-        probe = generate_all(
+        size = pcfg.context_size or cfg.n_passages
+        pctx, keys, probe_counts = probe_contexts(run, chunks, qrels, probed, size)
+        probe, not_asked = answer_probe(
             generator,
-            keys["key"].tolist(),
-            {k: texts[q] for k, q in zip(keys["key"], keys["qid"], strict=True)},
+            keys,
             pctx,
-            cfg.max_passage_chars,
+            contexts,
+            gens,
+            texts,
+            max_passage_chars=cfg.max_passage_chars,
             seed=seed,
             max_answer_chars=cfg.max_answer_chars,
         )
-        if len(probe):
-            probe = probe.merge(keys.rename(columns={"qid": "query_qid", "key": "qid"}), on="qid")
         probe_counts = {
             "answers": len(probe),
+            **not_asked,
+            "context_size": size,
             "queries": int(keys["qid"].nunique()),
             **probe_counts,
         }
@@ -105,7 +109,9 @@ def main() -> None:
     if probe_counts is not None:
         print(
             f"generate: position probe: {probe_counts['answers']} answers for "
-            f"{probe_counts['queries']} queries (left out: {probe_counts['no_gold']} without a "
+            f"{probe_counts['queries']} queries, {probe_counts['pipeline_answers']} of them the "
+            f"pipeline's own, {probe_counts['repeated_contexts']} a context of another position "
+            f"(left out: {probe_counts['no_gold']} without a "
             f"gold document, {probe_counts['too_few_distractors']} with too few distractors)"
         )
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from ragrig.generate.base import Generation
 from ragrig.generate.position import place, probe_contexts, reorder_ends
-from ragrig.generate.step import assemble_contexts
+from ragrig.generate.step import answer_probe, assemble_contexts, generate_all
 from ragrig.report.position import position_measures
 
 
@@ -65,6 +66,67 @@ def test_probe_moves_the_gold_passage_among_the_same_distractors():
     # q3 has two distractors for a context of five; q4 no positive judgment
     assert skipped == {"no_gold": 1, "too_few_distractors": 1}
     assert set(table["qid"]) == {"q1", "q2"} and len(table) == 8
+
+
+class _Echo:
+    """Answers with the passages it was given, counting its calls."""
+
+    model_name = "echo"
+
+    def __init__(self):
+        self.asked: list[list[str]] = []
+
+    def generate(self, question, passages):
+        self.asked.append(list(passages))
+        return Generation(" / ".join(passages))
+
+
+def test_a_probe_context_the_pipeline_already_answered_is_not_asked_again():
+    qrels = pd.DataFrame({"qid": ["q1", "q2"], "doc_id": ["g", "a"], "relevance": [1, 1]})
+    text = dict(zip(CHUNKS["chunk_id"], CHUNKS["text"], strict=True))
+    pipeline_ctx = assemble_contexts(RUN, text, ["q1", "q2"], 3)  # q1: a, g, b; q2: a, b, c
+    gen = _Echo()
+    queries = {"q1": "claim one", "q2": "claim two"}
+    pipeline = generate_all(gen, ["q1", "q2"], queries, pipeline_ctx, 100, progress=False)
+    contexts, keys, _ = probe_contexts(RUN, CHUNKS, qrels, ["q1", "q2"], 3)
+    gen.asked.clear()
+    table, counts = answer_probe(
+        gen, keys, contexts, pipeline_ctx, pipeline, queries, max_passage_chars=100, progress=False
+    )
+    # q1's gold g#1 is ranked 2nd among a and b: its middle context is the pipeline's own;
+    # q2's gold a#0 is ranked 1st: its first context is
+    assert sorted(table.loc[table["pipeline_answer"], "qid"]) == ["q1|middle", "q2|first"]
+    # q1 reordered by strength a, g, b is a, b, g: its last context, asked once
+    assert counts == {"pipeline_answers": 2, "repeated_contexts": 1}
+    assert len(gen.asked) == 5 and len(table) == 8
+    assert ["A", "G1", "B"] not in gen.asked and ["A", "B", "C"] not in gen.asked
+    assert len({tuple(a) for a in gen.asked}) == 5
+    rows = table.set_index("qid")
+    assert rows.loc["q1|middle", "answer"] == pipeline.set_index("qid").loc["q1", "answer"]
+    assert rows.loc["q1|last", "answer"] == "A / B / G1"  # asked: the gold moved last
+    assert rows.loc["q1|reorder", "answer"] == "A / B / G1"
+    assert rows.loc["q2|reorder", "answer"] == "A / C / B"
+    assert list(table["qid"]) == list(keys["key"]) and set(table["query_qid"]) == {"q1", "q2"}
+    # an answer that failed in the pipeline is asked again, never copied
+    failed = pipeline.assign(status=["error", "ok"])
+    _, counts = answer_probe(
+        gen, keys, contexts, pipeline_ctx, failed, queries, max_passage_chars=100, progress=False
+    )
+    assert counts == {"pipeline_answers": 1, "repeated_contexts": 1}
+
+
+def test_the_probes_context_is_the_pipelines_unless_set_and_needs_a_middle():
+    from ragrig.core.config import validate_section
+    from ragrig.core.errors import ConfigError
+
+    on = {"method": "extractive", "position_probe": {"enabled": True}}
+    assert validate_section("generate", on).position_probe.context_size is None
+    with pytest.raises(ConfigError, match="n_passages .2. and have no middle"):
+        validate_section("generate", {**on, "n_passages": 2})
+    two = validate_section(
+        "generate", {**on, "n_passages": 2, "position_probe": {"enabled": True, "context_size": 5}}
+    )
+    assert two.position_probe.context_size == 5
 
 
 def test_assemble_contexts_reorders_when_asked():

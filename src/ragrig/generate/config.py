@@ -15,7 +15,12 @@ class PositionProbe(Section):
     """The lost-in-the-middle probe (ragrig.generate.position): off by default."""
 
     enabled: bool = False
-    context_size: int = Field(5, ge=3, le=20, description="passages: the gold and distractors")
+    context_size: int | None = Field(
+        None,
+        ge=3,
+        le=20,
+        description="passages: the gold and distractors (null: n_passages, the pipeline's)",
+    )
     max_queries: int | None = Field(
         None, gt=0, description="probe at most this many of the sampled queries (null: all)"
     )
@@ -39,6 +44,16 @@ class _GenerateBase(Section):
         le=10_000_000,
         description="an answer longer than this is cut here and counted as truncated",
     )
+
+    @model_validator(mode="after")
+    def _probe_has_a_middle(self):
+        probe = self.position_probe
+        if probe.enabled and probe.context_size is None and self.n_passages < 3:
+            raise ValueError(
+                f"position_probe.context_size is null, so the probe would use n_passages "
+                f"({self.n_passages}) and have no middle: set position_probe.context_size >= 3"
+            )
+        return self
 
 
 class _ChatBase(_GenerateBase):

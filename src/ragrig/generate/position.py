@@ -9,12 +9,17 @@
   `first`, `middle`, `last` (the gold passage there, the distractors in rank order around it) and
   `reorder` (all of them by retrieval rank, the gold at its own rank or last when the run missed
   it, laid out by `reorder_ends`). A query without a gold document, or with too few distractors,
-  is counted and left out.
+  is counted and left out. `context_size` defaults to the pipeline's `n_passages`, the context
+  length its answers are judged at.
+* `ragrig.generate.step.answer_probe`: a probe context identical to the one the pipeline gave its query (the same
+  passages in the same order: the gold passage was the only gold one in the pipeline's top
+  passages, among the best distractors) takes the pipeline's answer to that same prompt
+  (`pipeline_answer` True) instead of asking the generator again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -119,8 +124,3 @@ def probe_contexts(
         rows, columns=["key", "qid", "position", "gold_chunk_id", "gold_at", "gold_retrieved"]
     )
     return contexts, table, skipped
-
-
-def probe_queries(keys: Mapping[str, str], query_text: Mapping[str, str]) -> dict[str, str]:
-    """key -> the text of the key's query."""
-    return {key: query_text[qid] for key, qid in keys.items()}

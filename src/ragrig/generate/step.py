@@ -265,3 +265,66 @@ def _add_samples(
             row["error"] = "; ".join(
                 e for e in (row["error"], redact("; ".join(failures), secrets)) if e
             )
+
+
+def answer_probe(
+    generator: Any,
+    keys: pd.DataFrame,
+    contexts: Mapping[str, list[tuple[str, str]]],
+    pipeline_contexts: Mapping[str, list[tuple[str, str]]],
+    pipeline: pd.DataFrame,
+    query_text: Mapping[str, str],
+    **generate_kw: Any,
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The lost-in-the-middle probe's answers (ragrig.generate.position), one row per key of
+    `keys` with its columns, and how many prompts were not asked again.
+
+    A greedy generator gives one answer per prompt, so each distinct prompt is asked once: a
+    probe context identical to the one the pipeline gave its query (the same passages in the
+    same order) takes the pipeline's answer (`pipeline_answer` True; only an answer of status
+    ok is taken), and one identical to an earlier position of the same query (with three
+    passages, `reorder` is `middle` or `last` unless the gold passage is the strongest) takes
+    that position's answer. Counts: `pipeline_answers`, `repeated_contexts`. `pipeline` is the
+    generate stage's table for `pipeline_contexts`; `generate_kw` goes to generate_all.
+    """
+
+    def ids(ctx) -> tuple[str, ...]:
+        return tuple(c for c, _ in ctx)
+
+    answered = {
+        str(q): row
+        for q, row in zip(pipeline["qid"], pipeline.to_dict("records"), strict=True)
+        if row["status"] == "ok"
+    }
+    from_pipeline: dict[str, str] = {}  # key -> its query, whose pipeline answer it takes
+    repeated: dict[str, str] = {}  # key -> the earlier key of the same prompt
+    first: dict[tuple, str] = {}
+    for k, q in zip(keys["key"], keys["qid"], strict=True):
+        prompt = (q, ids(contexts[k]))
+        if q in answered and prompt[1] == ids(pipeline_contexts.get(q, [])):
+            from_pipeline[k] = q
+        elif prompt in first:
+            repeated[k] = first[prompt]
+        else:
+            first[prompt] = k
+    ask = [k for k in keys["key"] if k not in from_pipeline and k not in repeated]
+    wanted = set(ask)
+    asked = generate_all(
+        generator,
+        ask,
+        {k: query_text[q] for k, q in zip(keys["key"], keys["qid"], strict=True) if k in wanted},
+        dict(contexts),
+        **generate_kw,
+    )
+    rows = {r["qid"]: r for r in asked.to_dict("records")} if len(asked) else {}
+    for k, q in from_pipeline.items():
+        rows[k] = {**answered[q], "qid": k, "samples": "[]"}
+    for k, earlier in repeated.items():
+        rows[k] = {**rows[earlier], "qid": k}
+    counts = {"pipeline_answers": len(from_pipeline), "repeated_contexts": len(repeated)}
+    if not rows:
+        return pd.DataFrame(), counts
+    ordered = pd.DataFrame([rows[k] for k in keys["key"]])
+    ordered["pipeline_answer"] = ordered["qid"].isin(set(from_pipeline))
+    table = ordered.merge(keys.rename(columns={"qid": "query_qid", "key": "qid"}), on="qid")
+    return table, counts
