@@ -343,6 +343,10 @@ def log_traces(
     MLflow UI shows them under the run's traces, where a person can add their own."""
     if not traces:
         return
+    # written as they end: MLflow's background exporter polls its queue each second, and each
+    # flush (ours, and the one when the tracking URI is set back) waited out a poll (2-3 s of
+    # a report's 13 s on the fixture)
+    os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
     import mlflow
 
     # the tracer exports to the process's tracking URI, not the client's
