@@ -60,7 +60,7 @@ def main() -> None:
         pcfg = cfg.position_probe
         probed = qids[: pcfg.max_queries] if pcfg.max_queries else qids
         qrels = read_table(parse_dir / "qrels.parquet", "qrels")
-        size = pcfg.context_size or cfg.n_passages
+        size = cfg.probe_context_size
         pctx, keys, probe_counts = probe_contexts(run, chunks, qrels, probed, size)
         probe, not_asked = answer_probe(
             generator,

@@ -45,10 +45,14 @@ class _GenerateBase(Section):
         description="an answer longer than this is cut here and counted as truncated",
     )
 
+    @property
+    def probe_context_size(self) -> int:
+        """The probe's passages per context: its own `context_size`, else `n_passages`."""
+        return self.position_probe.context_size or self.n_passages
+
     @model_validator(mode="after")
     def _probe_has_a_middle(self):
-        probe = self.position_probe
-        if probe.enabled and probe.context_size is None and self.n_passages < 3:
+        if self.position_probe.enabled and self.probe_context_size < 3:
             raise ValueError(
                 f"position_probe.context_size is null, so the probe would use n_passages "
                 f"({self.n_passages}) and have no middle: set position_probe.context_size >= 3"

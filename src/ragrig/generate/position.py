@@ -11,10 +11,9 @@
   it, laid out by `reorder_ends`). A query without a gold document, or with too few distractors,
   is counted and left out. `context_size` defaults to the pipeline's `n_passages`, the context
   length its answers are judged at.
-* `ragrig.generate.step.answer_probe`: a probe context identical to the one the pipeline gave its query (the same
-  passages in the same order: the gold passage was the only gold one in the pipeline's top
-  passages, among the best distractors) takes the pipeline's answer to that same prompt
-  (`pipeline_answer` True) instead of asking the generator again.
+* `ragrig.generate.step.answer_probe` asks each distinct prompt once: a probe context identical
+  to the pipeline's own takes its answer, one identical to another position of the same query
+  takes that position's.
 """
 
 from __future__ import annotations
