@@ -55,7 +55,7 @@ test: $(STAMP)
 	RAGRIG_TIER=default $(BIN)/python -m pytest -q -n $(TEST_JOBS) --durations=30
 
 test-all: $(STAMP) browser pg-server
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m 'not slow' --durations=40
+	RAGRIG_TEST_WARM=1 $(BIN)/python -m pytest -q -n $(TEST_JOBS) -m 'not slow' --durations=40
 
 # Headless Chromium for the HTML scorecard test (tests/test_html_chromium.py): Debian's package,
 # installed with apt-get (as root) when missing; nothing to do when $(CHROMIUM) exists.

@@ -51,6 +51,7 @@ BENCHMARKS = [
     "filters",
     "traces",
     "suite",
+    "warm",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -76,6 +77,7 @@ QUICK_ARGS = {
     "filters": ["--repeats", "1"],
     "traces": ["--interactions", "20000", "--rates", "0.05"],
     "suite": ["--targets", "test"],
+    "warm": [],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -230,11 +232,13 @@ SMOKE_ARGS = {
         "{tmp}/traces",
     ],  # fmt: skip
     "suite": ["--smoke", "--workdir", "{tmp}/suite", "--markdown", "{tmp}/suite.md"],
+    # parse, chunk and embed once each way: the server, the hand-off, the byte comparison
+    "warm": ["--repeats", "1", "--target", "embed", "--workdir", "{tmp}"],
 }
 
 
 # Benchmarks that compose their own params.yaml in a throwaway project (no --params option)
-NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite"}
+NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite", "warm"}
 
 
 def smoke_params(tmp: Path) -> Path:

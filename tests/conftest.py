@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -56,6 +57,62 @@ def sh(
             f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
         )
     return proc
+
+
+# `make test-all` (RAGRIG_TEST_WARM=1): stages run in forks of one warm server per test process
+# (ragrig.runtime.warm), which every subprocess finds through RAGRIG_WARM_SOCKET. A stage whose
+# environment or interpreter differs from the server's (another PYTHONHASHSEED in
+# tests/test_determinism.py, a fresh clone's own .venv path) runs in its own process, as in
+# `make test`, where every stage does.
+@contextlib.contextmanager
+def warm_server(modules: tuple[str, ...] | None = None):
+    """A warm stage server (ragrig.runtime.warm) in its own process, with project_env()'s
+    environment, preloading `modules` (default: its own list); yields its socket's path, which
+    appears once the libraries are loaded."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ragrig-warm-"))
+    sock = folder / "warm.sock"
+    env = project_env()
+    env.pop("RAGRIG_WARM_SOCKET", None)
+    code = "import sys; from ragrig.runtime.warm import serve; serve(sys.argv[1]"
+    code += f", {tuple(modules)!r})" if modules is not None else ")"
+    with open(folder / "server.log", "w") as log:
+        proc = subprocess.Popen(
+            [str(BIN / "python"), "-c", code, str(sock)],
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        yield sock
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# `make test-all` (RAGRIG_TEST_WARM=1): stages run in forks of one warm server per test process,
+# which every subprocess finds through RAGRIG_WARM_SOCKET. A stage whose environment or
+# interpreter differs from the server's (another PYTHONHASHSEED in tests/test_determinism.py, a
+# fresh clone's own .venv path) runs in its own process, as every stage does in `make test`.
+@pytest.fixture(scope="session", autouse=True)
+def warm_stages():
+    if os.environ.get("RAGRIG_TEST_WARM") != "1":
+        yield None
+        return
+    with warm_server() as sock:
+        # set at once: a stage that starts before the server listens runs in its own process
+        os.environ["RAGRIG_WARM_SOCKET"] = str(sock)
+        try:
+            yield sock
+        finally:
+            os.environ.pop("RAGRIG_WARM_SOCKET", None)
 
 
 def copy_project(dest: Path) -> Path:

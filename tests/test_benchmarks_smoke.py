@@ -550,3 +550,13 @@ def test_llm_claims_benchmark_catches_a_position_biased_judge(smoke):
     assert r["self_preference"]["packaged_judge_vs_packaged_generator"].startswith(
         "the judge and the generator are of one model family (smollm:"
     )
+
+
+def test_warm_benchmark_runs_both_ways_and_compares_the_bytes(smoke):
+    r = _ok(smoke, "warm")
+    assert r["repeats"] == 1 and r["target"] == "embed"
+    assert r["same_outputs"] is True and r["files_compared"] > 0
+    stages = set(r["cold"]["stage_s"])
+    assert {"parse", "chunk", "embed"} <= stages == set(r["warm"]["stage_s"])
+    assert r["warm"]["warm_stages"] == r["warm"]["n_stages"] == [len(stages)]
+    assert r["server_startup_s"] > 0 and r["cold"]["wall_s"] > 0 and r["warm"]["wall_s"] > 0

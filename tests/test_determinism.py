@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .conftest import PROJECT, project_env, sh
+from .conftest import PROJECT, project_env, sh, warm_server
 
 pytestmark = pytest.mark.full  # make test-all (CI) only
 
@@ -223,6 +223,34 @@ def test_other_backends_are_byte_identical_under_different_hash_seeds(runs):
     assert json.loads(one["data/index/manifest.json"])["dense"]["method"] == "ivf"
     assert json.loads(one["data/retrieve/manifest.json"])["method"] == "hybrid_convex"
     _assert_identical(one, two, roots["3"], roots["4"])
+
+
+def test_stages_forked_by_a_warm_server_write_the_same_bytes(runs):
+    """Each stage in its own wrapper process, as DVC runs them, handed to a warm server
+    (ragrig.runtime.warm): the outputs equal the first run's, every stage ran in a fork."""
+    import contextlib
+    import os
+
+    params = runs / "params.yaml"
+    root, log = runs / "warm", runs / "warm.jsonl"
+    stages = yaml.safe_load((PROJECT / "dvc.yaml").read_text())["stages"]
+    sock = os.environ.get("RAGRIG_WARM_SOCKET")
+    with contextlib.ExitStack() as stack:
+        if not (sock and Path(sock).exists()):
+            sock = str(stack.enter_context(warm_server()))
+            for _ in range(1200):
+                if Path(sock).exists():
+                    break
+                __import__("time").sleep(0.1)
+        env = project_env({"RAGRIG_WARM_SOCKET": sock, "RAGRIG_STAGE_LOG": str(log)})
+        for st in stages.values():
+            argv = shlex.split(st["cmd"])[1:]
+            argv = [str(root / a) if a.startswith(("data/", "reports/")) else a for a in argv]
+            sh([sys.executable, *argv, "--params", str(params)], PROJECT, env=env)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["stage"] for e in events] == list(stages)
+    assert all(e["status"] == "ok" and e.get("warm") is True for e in events), events
+    _assert_identical(_files(runs / "1"), _files(root), runs / "1", root)
 
 
 BM25_SAVE = """

@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote."""
+ingest-fidelity, remote, warm."""
 
 from __future__ import annotations
 
@@ -34,6 +34,18 @@ def add_parsers(sub: Any) -> None:
     add_ingest_fidelity(sub)
     add_postgres(sub)
     add_remote(sub)
+    add_warm(sub)
+
+
+def add_warm(sub: Any) -> None:
+    p = sub.add_parser(
+        "warm",
+        help="serve warm stage processes at a socket (export RAGRIG_WARM_SOCKET to use it)",
+        description=_doc("ragrig.runtime.warm"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("socket", help="the Unix socket's path; stops on SIGTERM or Ctrl-C")
+    p.set_defaults(func=_lazy("ragrig.runtime.warm", "cmd_warm"))
 
 
 def add_postgres(sub: Any) -> None:

@@ -62,6 +62,14 @@ def apply_threads(threads: int) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # A pool that loaded before this call (a stage forked by a warm server, ragrig.runtime.warm)
+    # read its size from the environment of its time: set it now, as the variables would have.
+    if "numpy" in sys.modules or "torch" in sys.modules:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def apply_torch_threads(threads: int) -> None:
@@ -101,6 +109,8 @@ def log_event(stage: str, seconds: float, status: str, **extra: object) -> None:
         "cwd": str(Path.cwd()),
         **extra,
     }
+    if getattr(sys, "_ragrig_warm_fork", False):
+        record["warm"] = True  # run in a fork of a warm server (ragrig.runtime.warm)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
 
