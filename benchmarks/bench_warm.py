@@ -29,10 +29,13 @@ from bench_pipeline import copy_tracked, git, read_log, timed
 DEFAULT_OVERRIDES = ["dataset=tiny", "generate=extractive"]
 # Files holding measured times (latencies, CPU seconds): different on every run, not compared.
 MEASURED = {"latency.parquet", "generations.parquet", "judgments.parquet", "manifest.json"}
-RESET = ["data", "reports", "dvc.lock", "mlflow.db", "mlartifacts", ".ragrig"]
+RESET = ["dvc.lock", "mlflow.db", "mlartifacts", ".ragrig"]
 
 
 def _reset(ws: Path) -> None:
+    """Every stage output gone (what git does not track under data/ and reports/), with the DVC
+    cache, dvc.lock and the MLflow store."""
+    git(ws, "clean", "-fdxq", "--", "data", "reports")
     for name in RESET:
         path = ws / name
         if path.is_dir():
