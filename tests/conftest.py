@@ -65,19 +65,19 @@ def sh(
 # tests/test_determinism.py, a fresh clone's own .venv path) runs in its own process, as in
 # `make test`, where every stage does.
 @contextlib.contextmanager
-def warm_server(modules: tuple[str, ...] | None = None):
+def warm_server(modules: tuple[str, ...] | None = None, log: Path | None = None):
     """A warm stage server (ragrig.runtime.warm) in its own process, with project_env()'s
-    environment, preloading `modules` (default: its own list); yields its socket's path, which
-    appears once the libraries are loaded."""
+    environment, preloading `modules` (default: its own list), its output (a line per stage it
+    refused) in `log`; yields its socket's path, which appears once the libraries are loaded."""
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="ragrig-warm-"))
+    folder = Path(tempfile.mkdtemp(prefix="ragrig-warm-"))  # a short path: sockets' limit
     sock = folder / "warm.sock"
     env = project_env()
     env.pop("RAGRIG_WARM_SOCKET", None)
     code = "import sys; from ragrig.runtime.warm import serve; serve(sys.argv[1]"
     code += f", {tuple(modules)!r})" if modules is not None else ")"
-    with open(folder / "server.log", "w") as log:
+    with open(log or folder / "server.log", "w") as log:
         proc = subprocess.Popen(
             [str(BIN / "python"), "-c", code, str(sock)],
             env=env,
@@ -102,11 +102,11 @@ def warm_server(modules: tuple[str, ...] | None = None):
 # interpreter differs from the server's (another PYTHONHASHSEED in tests/test_determinism.py, a
 # fresh clone's own .venv path) runs in its own process, as every stage does in `make test`.
 @pytest.fixture(scope="session", autouse=True)
-def warm_stages():
+def warm_stages(tmp_path_factory):
     if os.environ.get("RAGRIG_TEST_WARM") != "1":
         yield None
         return
-    with warm_server() as sock:
+    with warm_server(log=tmp_path_factory.getbasetemp() / "warm-server.log") as sock:
         # set at once: a stage that starts before the server listens runs in its own process
         os.environ["RAGRIG_WARM_SOCKET"] = str(sock)
         try:

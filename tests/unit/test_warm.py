@@ -27,6 +27,7 @@ print("cwd", os.getcwd())
 print("var", os.environ.get("PROBE_VAR"))
 print("fork", getattr(sys, "_ragrig_warm_fork", False), os.getpid())
 print("ragrig", ragrig.__file__)
+print("path", sys.path[1:3])
 print("to stderr", file=sys.stderr)
 sys.stdout.flush()
 if sys.argv[1:2] == ["sleep"]:
@@ -104,6 +105,19 @@ def test_a_request_whose_environment_differs_runs_in_its_own_process(checkout, s
     for proc in (differs, alone, gone):
         assert proc.returncode == 0, proc.stderr
         assert _lines(proc.stdout)["fork"].startswith("False")
+
+
+def test_pythonpath_is_the_requests_unless_it_shadows_a_loaded_module(checkout, server, tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    proc = _run(checkout, _env(server, PYTHONPATH=str(extra)), "0")
+    got = _lines(proc.stdout)
+    assert got["fork"].startswith("True"), proc.stderr
+    # after the checkout's src/ (_bootstrap), the request's entry, as a new interpreter has it
+    assert got["path"] == repr([str(checkout / "stages"), str(extra)])
+    (extra / "json").mkdir()  # would shadow the server's json for a new interpreter
+    proc = _run(checkout, _env(server, PYTHONPATH=str(extra)), "0")
+    assert _lines(proc.stdout)["fork"].startswith("False"), proc.stderr
 
 
 def test_signals_are_passed_on_and_a_killed_wrapper_takes_its_fork(checkout, server, tmp_path):

@@ -157,6 +157,12 @@ class GenerateTorchGguf(_LocalGguf):
         description="answers decoded together, one token of each per step (each prompt is "
         "still evaluated alone); 1: each answer decoded alone",
     )
+    reuse_prefix: bool = Field(
+        True,
+        description="evaluate the tokens every prompt begins with (the chat template's system "
+        "turn and the user turn's opening) once and start each prompt's pass from their keys "
+        "and values; false: every prompt evaluated from its first token",
+    )
 
 
 BaseURL = no_credentials(

@@ -128,6 +128,7 @@ class TorchGgufGenerator:
         prefill_precision: str = "bf16",
         stop: tuple[str, ...] = (),
         decode_batch: int = 16,
+        reuse_prefix: bool = False,
     ):
         import torch
         from transformers.utils import logging as hf_logging
@@ -160,6 +161,8 @@ class TorchGgufGenerator:
         self.prompt = prompt
         self.prefill_precision = prefill_precision
         self.stop = list(stop)
+        self.reuse_prefix = reuse_prefix
+        self._head: tuple[list[int], list[tuple[Any, Any]]] | None = None  # ids, their K/V
         self.verdicts: list[list[int]] = []
         if constrain_verdict and prompt == "claim_verdict":
             self.verdicts = [
@@ -182,6 +185,7 @@ class TorchGgufGenerator:
             resolve_precision(cfg.prefill_precision),
             tuple(cfg.stop),
             cfg.decode_batch,
+            cfg.reuse_prefix,
         )
 
     def _allowed(self, generated: list[int]) -> list[int] | None:
@@ -194,20 +198,56 @@ class TorchGgufGenerator:
             return None
         return sorted({v[n] for v in live})
 
+    def _prompt_ids(self, question: str, passages: list[str]) -> list[int]:
+        messages = chat_messages(self.system_prompt, question, passages, self.prompt)
+        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        if not isinstance(ids, list):  # a BatchEncoding in some transformers versions
+            ids = list(ids["input_ids"])
+        return ids
+
+    def _head_kv(self) -> tuple[list[int], list[tuple[Any, Any]]]:
+        """The tokens every prompt begins with (those two unlike prompts share: the system turn
+        and the user turn's opening, up to the first passage's text) and their keys and values,
+        evaluated once. The keys and values of a position depend only on the tokens up to it,
+        so a prompt that begins with these tokens needs only the rest evaluated."""
+        import torch
+
+        if self._head is None:
+            one = self._prompt_ids("a", ["b"])
+            two = self._prompt_ids("z?", ["(y)"])
+            n = next((i for i, (a, b) in enumerate(zip(one, two)) if a != b), min(len(one), 2))
+            head = one[:n]
+            with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
+                out = self.model(input_ids=torch.tensor([head]), use_cache=True, logits_to_keep=1)
+            self._head = head, [(layer.keys, layer.values) for layer in out.cache.layers]
+        return self._head
+
     def _prefill(self, ids: list[int]) -> tuple[list[tuple[Any, Any]], Any]:
-        """The prompt's forward pass alone (no padding: exactly what a batch of one sees): its
+        """The prompt's forward pass alone (no padding: exactly what a batch of one sees), from
+        the shared head's keys and values when it begins with the head (`reuse_prefix`): its
         per-layer fp32 keys and values, and the logits of its last position."""
         import torch
+        from transformers import DynamicCache
 
         if len(ids) + self.max_tokens > self.n_ctx:
             raise ValueError(
                 f"prompt of {len(ids)} tokens + max_tokens {self.max_tokens} exceeds n_ctx "
                 f"{self.n_ctx}"
             )
+        start, kwargs = 0, {}
+        if self.reuse_prefix:
+            head, head_kv = self._head_kv()
+            if len(head) < len(ids) and ids[: len(head)] == head:
+                cache = DynamicCache()
+                for layer, (keys, values) in enumerate(head_kv):
+                    cache.update(keys.clone(), values.clone(), layer)
+                start, kwargs = len(head), {"cache": cache}
         with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
             # logits of the last position only: the vocabulary product of 49k x 576 at every
             # prompt position would be a tenth of the prompt's work
-            out = self.model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=torch.tensor([ids[start:]]), use_cache=True, logits_to_keep=1, **kwargs
+            )
         kv = [(layer.keys.float(), layer.values.float()) for layer in out.cache.layers]
         return kv, out.logits[0, -1].float()
 
@@ -329,13 +369,7 @@ class TorchGgufGenerator:
     def _respond_batch(self, requests: list[Request]) -> list[dict[str, Any] | Exception]:
         import torch
 
-        prompts = []
-        for r in requests:
-            messages = chat_messages(self.system_prompt, r.question, r.passages, self.prompt)
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-            if not isinstance(ids, list):  # a BatchEncoding in some transformers versions
-                ids = list(ids["input_ids"])
-            prompts.append(ids)
+        prompts = [self._prompt_ids(r.question, r.passages) for r in requests]
         temperatures = [
             self.temperature if r.temperature is None else r.temperature for r in requests
         ]

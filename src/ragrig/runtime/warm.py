@@ -76,8 +76,29 @@ _HEADER = struct.Struct("!I")
 
 
 def fingerprint(env: dict[str, str]) -> dict[str, str]:
-    """The variables of `env` a request and the server must agree on."""
-    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES)}
+    """The variables of `env` a request and the server must agree on (PYTHONPATH apart: see
+    _shadowed)."""
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k != "PYTHONPATH"}
+
+
+def _entries(pythonpath: str | None) -> list[str]:
+    return [os.path.abspath(p) for p in (pythonpath or "").split(os.pathsep) if p]
+
+
+def _shadowed(pythonpath: str | None) -> str:
+    """A module the server loaded that an entry of `pythonpath` (a request's PYTHONPATH) would
+    have given a new interpreter instead, as "entry: name"; "" when none would. A stage's own
+    checkout (src/ with ragrig) is the usual entry, and ragrig is never preloaded."""
+    loaded = {n.partition(".")[0] for n in sys.modules} - {"ragrig", "_bootstrap", "__main__"}
+    own = set(_entries(os.environ.get("PYTHONPATH")))
+    for entry in _entries(pythonpath):
+        if entry in own or not os.path.isdir(entry):
+            continue
+        names = {n.partition(".")[0] for n in os.listdir(entry)}
+        hit = sorted(names & loaded)
+        if hit:
+            return f"{entry}: {hit[0]}"
+    return ""
 
 
 def in_fork() -> bool:
@@ -244,6 +265,7 @@ def _accept(listener, sel, forks, own, added) -> None:
         req = json.loads(_recv_exact(conn, _HEADER.unpack(head)[0]))
         reason = _refusal(req, fds, own)
         if reason:
+            print(f"ragrig warm: {req.get('script')} runs cold: {reason}", file=sys.stderr)
             conn.sendall(f"no {reason}\n".encode())
             raise ConnectionError(reason)
         sys.stdout.flush()
@@ -270,10 +292,14 @@ def _refusal(req: dict, fds: list[int], own: dict[str, str]) -> str:
         return "three standard streams expected"
     if req.get("executable") != sys.executable:
         return f"another interpreter ({req.get('executable')})"
-    theirs = fingerprint(req.get("env") or {})
+    env = req.get("env") or {}
+    theirs = fingerprint(env)
     if theirs != own:
         differ = sorted(set(theirs.items()) ^ set(own.items()))
         return f"environment differs in {sorted({k for k, _ in differ})}"
+    shadow = _shadowed(env.get("PYTHONPATH"))
+    if shadow:
+        return f"PYTHONPATH shadows a loaded module ({shadow})"
     return ""
 
 
@@ -330,10 +356,11 @@ def _run_fork(req: dict, fds: list[int], close: list[socket.socket], added: dict
         fds.clear()
         _reopen_streams()
         os.chdir(req["cwd"])
+        server_path = _entries(os.environ.get("PYTHONPATH"))
         os.environ.clear()
         os.environ.update({**added, **req["env"]})
         os.umask(int(req["umask"]))
-        code = _run_script(req["script"], req["argv"])
+        code = _run_script(req["script"], req["argv"], server_path)
     except BaseException:  # noqa: BLE001 - a fork must never return into the server's loop
         import traceback
 
@@ -346,7 +373,7 @@ def _run_fork(req: dict, fds: list[int], close: list[socket.socket], added: dict
             os._exit(code)
 
 
-def _run_script(script: str, argv: list[str]) -> int:
+def _run_script(script: str, argv: list[str], server_path: list[str]) -> int:
     import atexit
     import importlib
     import random
@@ -355,7 +382,10 @@ def _run_script(script: str, argv: list[str]) -> int:
     for name in [n for n in sys.modules if n == "ragrig" or n.startswith("ragrig.")]:
         del sys.modules[name]
     sys.modules.pop("_bootstrap", None)
-    sys.path[0] = os.path.dirname(script)
+    # a new interpreter's path: the script's folder, the request's PYTHONPATH, then the rest
+    # (the server's own PYTHONPATH entries left out)
+    rest = [p for p in sys.path[1:] if not p or os.path.abspath(p) not in set(server_path)]
+    sys.path[:] = [os.path.dirname(script), *_entries(os.environ.get("PYTHONPATH")), *rest]
     importlib.invalidate_caches()
     random.seed()  # a new interpreter's state, not the server's
     sys.argv = list(argv)
