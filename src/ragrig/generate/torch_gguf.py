@@ -128,7 +128,7 @@ class TorchGgufGenerator:
         prefill_precision: str = "bf16",
         stop: tuple[str, ...] = (),
         decode_batch: int = 16,
-        reuse_prefix: bool = False,
+        reuse_prefix: bool = True,
     ):
         import torch
         from transformers.utils import logging as hf_logging
@@ -163,6 +163,7 @@ class TorchGgufGenerator:
         self.stop = list(stop)
         self.reuse_prefix = reuse_prefix
         self._head: tuple[list[int], list[tuple[Any, Any]]] | None = None  # ids, their K/V
+        self._last: tuple[list[int], list[tuple[Any, Any]]] | None = None  # the last prompt's
         self.verdicts: list[list[int]] = []
         if constrain_verdict and prompt == "claim_verdict":
             self.verdicts = [
@@ -215,7 +216,10 @@ class TorchGgufGenerator:
         if self._head is None:
             one = self._prompt_ids("a", ["b"])
             two = self._prompt_ids("z?", ["(y)"])
-            n = next((i for i, (a, b) in enumerate(zip(one, two)) if a != b), min(len(one), 2))
+            n = next(
+                (i for i, (a, b) in enumerate(zip(one, two, strict=False)) if a != b),
+                min(len(one), len(two)),
+            )
             head = one[:n]
             with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
                 out = self.model(input_ids=torch.tensor([head]), use_cache=True, logits_to_keep=1)
@@ -223,9 +227,16 @@ class TorchGgufGenerator:
         return self._head
 
     def _prefill(self, ids: list[int]) -> tuple[list[tuple[Any, Any]], Any]:
-        """The prompt's forward pass alone (no padding: exactly what a batch of one sees), from
-        the shared head's keys and values when it begins with the head (`reuse_prefix`): its
-        per-layer fp32 keys and values, and the logits of its last position."""
+        """The prompt's forward pass alone (no padding: exactly what a batch of one sees): its
+        per-layer fp32 keys and values, and the logits of its last position.
+
+        With `reuse_prefix`, the pass starts after the longest prefix the prompt shares with
+        the head every prompt begins with (_head_kv) or with the prompt evaluated just before
+        it (the lost-in-the-middle probe's orders of one query's passages share the system
+        turn and their first passage), from that prefix's keys and values: a position's keys
+        and values depend only on the tokens up to it. The same prompts in the same order give
+        the same answers; on SciFact's sample the answers equal those of full passes
+        (docs/benchmarks.md §17)."""
         import torch
         from transformers import DynamicCache
 
@@ -234,22 +245,37 @@ class TorchGgufGenerator:
                 f"prompt of {len(ids)} tokens + max_tokens {self.max_tokens} exceeds n_ctx "
                 f"{self.n_ctx}"
             )
-        start, kwargs = 0, {}
+        start, source, kwargs = 0, None, {}
         if self.reuse_prefix:
             head, head_kv = self._head_kv()
-            if len(head) < len(ids) and ids[: len(head)] == head:
-                cache = DynamicCache()
-                for layer, (keys, values) in enumerate(head_kv):
-                    cache.update(keys.clone(), values.clone(), layer)
-                start, kwargs = len(head), {"cache": cache}
+            if ids[: len(head)] == head:
+                start, source = len(head), head_kv
+            if self._last is not None:
+                last_ids, last_kv = self._last
+                shared = next(
+                    (i for i, (a, b) in enumerate(zip(ids, last_ids, strict=False)) if a != b),
+                    min(len(ids), len(last_ids)),
+                )
+                if shared > start:
+                    start, source = shared, last_kv
+            start = min(start, len(ids) - 1)  # at least the last token evaluated: its logits
+        if source is not None and start > 0:
+            cache = DynamicCache()
+            for layer, (keys, values) in enumerate(source):
+                cache.update(keys[:, :, :start], values[:, :, :start], layer)
+            kwargs = {"cache": cache}
+        else:
+            start = 0
         with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
             # logits of the last position only: the vocabulary product of 49k x 576 at every
             # prompt position would be a tenth of the prompt's work
             out = self.model(
                 input_ids=torch.tensor([ids[start:]]), use_cache=True, logits_to_keep=1, **kwargs
             )
-        kv = [(layer.keys.float(), layer.values.float()) for layer in out.cache.layers]
-        return kv, out.logits[0, -1].float()
+        raw = [(layer.keys, layer.values) for layer in out.cache.layers]
+        if self.reuse_prefix:
+            self._last = (ids, raw)
+        return [(k.float(), v.float()) for k, v in raw], out.logits[0, -1].float()
 
     def _decode_batch(self, prompts: list[list[int]], temperatures: list[float], seeds: list[int]):
         """Prompts evaluated one by one, then their answers decoded together, one token of each

@@ -14,7 +14,7 @@ passed on, and if it is killed the fork is killed too.
 Nothing changes what a stage computes: the libraries' thread pools are set by the stage
 (`stage.apply_threads` also limits pools already loaded), Python's global generator is reseeded
 as at start-up, and a request whose environment differs from the server's in a variable that
-libraries read when they load (HF_*, TRANSFORMERS_*, OMP_*, PYTHON*, MLFLOW_*, ...) or that comes
+libraries read when they load (HF_*, TRANSFORMERS_*, OMP_*, PYTHONHASHSEED, ...) or that comes
 from another interpreter is refused: the stage then runs in its own process, as without a server.
 The stage log records `"warm": true` for a stage that ran in a fork. A forked stage's peak memory
 (ru_maxrss) includes the server's preloaded libraries.
@@ -31,12 +31,15 @@ import struct
 import sys
 
 ENV_SOCKET = "RAGRIG_WARM_SOCKET"
-# Variables read when a library loads (thread pools, offline flags, hash seed, backends): a
-# request must agree with the server on all of them.
+# Variables read when a library or the interpreter loads (thread pools, offline flags, hash seed,
+# stream buffering, backends): a request must agree with the server on all of them. Variables
+# read when used (MLFLOW_*, TOKENIZERS_PARALLELISM, PYTHONBREAKPOINT, RAGRIG_*) are the
+# request's own.
 ENV_PREFIXES = (
     "HF_",
+    "HUGGINGFACE_",
     "TRANSFORMERS_",
-    "TOKENIZERS_",
+    "SENTENCE_TRANSFORMERS",
     "TORCH",
     "PYTORCH_",
     "OMP_",
@@ -44,14 +47,32 @@ ENV_PREFIXES = (
     "OPENBLAS_",
     "KMP_",
     "GOMP_",
-    "PYTHON",
     "MPL",
-    "MLFLOW_",
     "CUDA",
     "LD_",
-    "SENTENCE_TRANSFORMERS",
     "LC_",
     "LANG",
+)
+ENV_PYTHON = frozenset(
+    {
+        "PYTHONHASHSEED",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONWARNINGS",
+        "PYTHONOPTIMIZE",
+        "PYTHONNOUSERSITE",
+        "PYTHONUSERBASE",
+        "PYTHONSAFEPATH",
+        "PYTHONINTMAXSTRDIGITS",
+        "PYTHONUNBUFFERED",
+        "PYTHONHOME",
+        "PYTHONPLATLIBDIR",
+        "PYTHONFAULTHANDLER",
+        "PYTHONTRACEMALLOC",
+        "PYTHONDEVMODE",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONMALLOC",
+    }
 )
 # What the server imports once. Not faiss (its OpenMP pool is sized when it loads; 0.2 s) and no
 # ragrig module (a stage runs its own checkout's code).
@@ -78,7 +99,7 @@ _HEADER = struct.Struct("!I")
 def fingerprint(env: dict[str, str]) -> dict[str, str]:
     """The variables of `env` a request and the server must agree on (PYTHONPATH apart: see
     _shadowed)."""
-    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k != "PYTHONPATH"}
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in ENV_PYTHON}
 
 
 def _entries(pythonpath: str | None) -> list[str]:
@@ -263,7 +284,7 @@ def _accept(listener, sel, forks, own, added) -> None:
         if len(head) < _HEADER.size:
             head += _recv_exact(conn, _HEADER.size - len(head))
         req = json.loads(_recv_exact(conn, _HEADER.unpack(head)[0]))
-        reason = _refusal(req, fds, own)
+        reason = _refusal(req, fds, own, added)
         if reason:
             print(f"ragrig warm: {req.get('script')} runs cold: {reason}", file=sys.stderr)
             conn.sendall(f"no {reason}\n".encode())
@@ -287,13 +308,15 @@ def _accept(listener, sel, forks, own, added) -> None:
     sel.register(pidfd, selectors.EVENT_READ, ("pid", pid))
 
 
-def _refusal(req: dict, fds: list[int], own: dict[str, str]) -> str:
+def _refusal(req: dict, fds: list[int], own: dict[str, str], added: dict[str, str]) -> str:
     if len(fds) != 3:
         return "three standard streams expected"
     if req.get("executable") != sys.executable:
         return f"another interpreter ({req.get('executable')})"
     env = req.get("env") or {}
-    theirs = fingerprint(env)
+    # a variable the preloaded libraries set (sklearn's KMP_*): the request's parent may have
+    # loaded them too; the same value is the same state
+    theirs = {k: v for k, v in fingerprint(env).items() if added.get(k) != v}
     if theirs != own:
         differ = sorted(set(theirs.items()) ^ set(own.items()))
         return f"environment differs in {sorted({k for k, _ in differ})}"
