@@ -157,6 +157,25 @@ def test_answers_decoded_together_equal_each_decoded_alone(torch_smollm):
     assert all(g.seconds > 0 for g in sampled)
 
 
+def test_a_prompt_starts_from_the_prefix_it_shares_and_answers_as_a_full_pass(torch_smollm):
+    """The position probe's three orders of one claim's passages: the first and second share
+    only the head, the third shares the second's first passage too."""
+    passages = [*CONTEXT, "Venus has no moons at all."]
+    orders = [passages, [passages[1], passages[0], passages[2]], passages[1:] + passages[:1]]
+    reuse = _with(torch_smollm, reuse_prefix=True, _last=None, tokens_reused=0)
+    full = _with(torch_smollm, reuse_prefix=False, _last=None, tokens_reused=0)
+    requests = [Request(CLAIM, order) for order in orders]
+    assert [g.text for g in reuse.generate_many(requests)] == [
+        g.text for g in full.generate_many(requests)
+    ]
+    ids = [reuse._prompt_ids(CLAIM, order) for order in orders]
+    head = len(reuse._head[0])
+    assert all(x[:head] == reuse._head[0] for x in ids)
+    shared = next(i for i, (a, b) in enumerate(zip(ids[1], ids[2], strict=False)) if a != b)
+    assert shared > head + 5  # "[1] Phobos orbits Mars ..." as well
+    assert reuse.tokens_reused == head + head + shared and full.tokens_reused == 0
+
+
 @pytest.mark.full  # make test-all: more decoding
 def test_a_request_too_long_fails_alone_in_its_batch(torch_smollm):
     short = torch_smollm.respond(CLAIM, CONTEXT[:1])["usage"]["prompt_tokens"]

@@ -110,6 +110,25 @@ def test_a_request_whose_environment_differs_runs_in_its_own_process(checkout, s
         assert _lines(proc.stdout)["fork"].startswith("False")
 
 
+def test_a_wrapper_run_in_process_by_other_code_is_not_handed_over(checkout, server):
+    """runpy of a wrapper inside another program (a test, a driver of several stages): the
+    stage runs in that program, which goes on after it."""
+    code = (
+        "import runpy, sys; sys.path.insert(0, 'stages'); sys.argv = ['stages/probe.py', '0']; "
+        "runpy.run_path('stages/probe.py', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", f"{code}\nprint('after')"],
+        cwd=checkout,
+        env=_env(server),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # the wrapper's sys.exit(0) ends the program here, in its own process: never in a fork
+    assert proc.returncode == 0 and _lines(proc.stdout)["fork"].startswith("False"), proc.stderr
+
+
 def test_pythonpath_is_the_requests_unless_it_shadows_a_loaded_module(checkout, server, tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()

@@ -164,6 +164,7 @@ class TorchGgufGenerator:
         self.reuse_prefix = reuse_prefix
         self._head: tuple[list[int], list[tuple[Any, Any]]] | None = None  # ids, their K/V
         self._last: tuple[list[int], list[tuple[Any, Any]]] | None = None  # the last prompt's
+        self.tokens_reused = 0  # prompt tokens whose keys and values came from a shared prefix
         self.verdicts: list[list[int]] = []
         if constrain_verdict and prompt == "claim_verdict":
             self.verdicts = [
@@ -266,6 +267,7 @@ class TorchGgufGenerator:
             kwargs = {"cache": cache}
         else:
             start = 0
+        self.tokens_reused += start
         with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
             # logits of the last position only: the vocabulary product of 49k x 576 at every
             # prompt position would be a tenth of the prompt's work

@@ -130,9 +130,30 @@ def in_fork() -> bool:
 # --- the stage's side -----------------------------------------------------------------------
 
 
+def started_for(script: str) -> bool:
+    """True when this interpreter was started to run `script` (`python [options] script ...`),
+    so that handing it over ends nothing else: a stage wrapper run in-process by other code
+    (runpy in a test, a driver running several stages) is not handed over."""
+    args = list(getattr(sys, "orig_argv", []))[1:]
+    while args:
+        arg = args.pop(0)
+        if arg in ("-c", "-m", "-"):
+            return False
+        if arg in ("-X", "-W"):
+            args = args[1:]
+        elif not arg.startswith("-"):
+            return os.path.realpath(arg) == os.path.realpath(script)
+    return False
+
+
 def handoff(path: str) -> None:
     """Run this process's stage in a fork of the server at `path` and exit with its status;
-    return (the stage then runs here) when there is no server or it refuses the request."""
+    return (the stage then runs here) when there is no server, it refuses the request, or this
+    interpreter was not started for the stage's script (started_for)."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if not script or not sys.argv or not started_for(script) or not started_for(sys.argv[0]):
+        return
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(path)
@@ -219,6 +240,10 @@ def serve(path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None) -
     import gc
     import selectors
 
+    if not hasattr(os, "pidfd_open"):
+        from ragrig.core.errors import ConfigError
+
+        raise ConfigError("ragrig warm needs Linux 5.3 or later (os.pidfd_open)")
     before = dict(os.environ)
     own = fingerprint(before)
     preload(modules)
