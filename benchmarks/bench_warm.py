@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -70,8 +71,6 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = p.parse_args(argv)
     C.setup_env()
-    import os
-
     overrides = list(args.override or DEFAULT_OVERRIDES)
     if args.dataset_root is not None:
         overrides.append(f"dataset.root={args.dataset_root.resolve()}")

@@ -107,6 +107,13 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def _shared(a: list[int], b: list[int]) -> int:
+    """How many leading tokens `a` and `b` have in common."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
 def timed_generation(response: dict[str, Any]) -> Generation:
     """A response's answer with `seconds`: its prompt pass plus its (share of) decoding."""
     t = response["timings"]
@@ -217,11 +224,7 @@ class TorchGgufGenerator:
         if self._head is None:
             one = self._prompt_ids("a", ["b"])
             two = self._prompt_ids("z?", ["(y)"])
-            n = next(
-                (i for i, (a, b) in enumerate(zip(one, two, strict=False)) if a != b),
-                min(len(one), len(two)),
-            )
-            head = one[:n]
+            head = one[: _shared(one, two)]
             with torch.autocast("cpu", torch.bfloat16, enabled=self.prefill_precision == "bf16"):
                 out = self.model(input_ids=torch.tensor([head]), use_cache=True, logits_to_keep=1)
             self._head = head, [(layer.keys, layer.values) for layer in out.cache.layers]
@@ -252,13 +255,9 @@ class TorchGgufGenerator:
             if ids[: len(head)] == head:
                 start, source = len(head), head_kv
             if self._last is not None:
-                last_ids, last_kv = self._last
-                shared = next(
-                    (i for i, (a, b) in enumerate(zip(ids, last_ids, strict=False)) if a != b),
-                    min(len(ids), len(last_ids)),
-                )
+                shared = _shared(ids, self._last[0])
                 if shared > start:
-                    start, source = shared, last_kv
+                    start, source = shared, self._last[1]
             start = min(start, len(ids) - 1)  # at least the last token evaluated: its logits
         if source is not None and start > 0:
             cache = DynamicCache()

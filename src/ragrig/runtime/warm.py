@@ -150,9 +150,7 @@ def handoff(path: str) -> None:
     """Run this process's stage in a fork of the server at `path` and exit with its status;
     return (the stage then runs here) when there is no server, it refuses the request, or this
     interpreter was not started for the stage's script (started_for)."""
-    main = sys.modules.get("__main__")
-    script = getattr(main, "__file__", None)
-    if not script or not sys.argv or not started_for(script) or not started_for(sys.argv[0]):
+    if not sys.argv or not started_for(sys.argv[0]):
         return
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -219,18 +217,13 @@ def _umask() -> int:
 # --- the server's side ----------------------------------------------------------------------
 
 
-def preload(modules: tuple[str, ...] = PRELOAD) -> list[str]:
-    """Import `modules` (those not installed are skipped); the names imported."""
+def preload(modules: tuple[str, ...] = PRELOAD) -> None:
+    """Import `modules` (those not installed are skipped)."""
     import importlib
 
-    done = []
     for name in modules:
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            continue
-        done.append(name)
-    return done
 
 
 def serve(path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None) -> None:
@@ -500,16 +493,3 @@ def cmd_warm(args) -> int:
     """`ragrig warm SOCKET`: serve until SIGTERM or SIGINT."""
     serve(os.path.abspath(args.socket), ready=sys.stderr)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m ragrig.runtime.warm SOCKET`, the same as `ragrig warm SOCKET`."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="ragrig warm")
-    p.add_argument("socket")
-    return cmd_warm(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
