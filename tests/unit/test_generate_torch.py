@@ -184,3 +184,15 @@ def test_a_request_too_long_fails_alone_in_its_batch(torch_smollm):
     out = tight.generate_many([Request(CLAIM, CONTEXT * 3), Request(CLAIM, CONTEXT[:1])])
     assert isinstance(out[0], ValueError) and f"exceeds n_ctx {n_ctx}" in str(out[0])
     assert out[1].text.split(".")[0] in VERDICT_LABELS
+
+
+def test_prepare_converts_only_what_is_not_cached(torch_smollm, gguf_cache, tmp_path, monkeypatch):
+    from ragrig.generate import torch_gguf
+
+    path = Path(resolve_model(torch_smollm.model_name))
+    assert torch_gguf.prepare(torch_smollm.model_name) == (gguf_cache_dir(path), False)
+    loads: list[Path] = []
+    monkeypatch.setattr(torch_gguf, "load_gguf", loads.append)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    assert torch_gguf.prepare(torch_smollm.model_name) == (gguf_cache_dir(path), True)
+    assert loads == [path] and gguf_cache_dir(path).parent == tmp_path

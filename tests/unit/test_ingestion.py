@@ -191,6 +191,20 @@ def test_minhash_lsh_reproduces_the_reference_example(reference):
     assert m.near_duplicates({})["value"] is None
 
 
+def test_a_minhash_is_datasketchs_over_the_character_shingles():
+    # the shared permutations and the bytes of an ASCII text's shingles give the same sketch as
+    # a new MinHash fed each shingle's UTF-8 bytes
+    import zlib
+
+    from datasketch import MinHash
+
+    for text in ("Phobos  orbits\nMars.", "naïve café, ¥100", "abc", "  "):
+        want = MinHash(num_perm=m.NUM_PERM, seed=m.MINHASH_SEED, hashfunc=zlib.crc32)
+        want.update_batch([s.encode("utf-8") for s in sorted(m.shingles(text))])
+        assert np.array_equal(m.minhash(text).hashvalues, want.hashvalues), text
+    assert not np.array_equal(m.minhash("abcdef").hashvalues, m.minhash("abcdeg").hashvalues)
+
+
 def _jaccard(a: str, b: str) -> float:
     x, y = m.shingles(a), m.shingles(b)
     return len(x & y) / len(x | y)

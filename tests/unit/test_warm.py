@@ -174,3 +174,33 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_a_detached_server_serves_until_the_process_it_outlives_ends(checkout, tmp_path):
+    # `make repro`'s form: started in the background, stopped by the end of make (here: sleep)
+    import tempfile
+
+    sock = Path(tempfile.mkdtemp(prefix="ragrig-warm-")) / "w.sock"  # a short path
+    log = tmp_path / "warm.log"
+    owner = subprocess.Popen(["sleep", "60"])
+    try:
+        cmd = [sys.executable, "-m", "ragrig", "warm", str(sock), "--detach"]
+        cmd += ["--until", str(owner.pid), "--log", str(log), "--preload", "json"]
+        started = subprocess.run(cmd, env=_env(None), capture_output=True, text=True, timeout=30)
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.startswith("ragrig warm: loading the libraries in the background")
+        deadline = time.monotonic() + 60
+        while not sock.exists():
+            assert time.monotonic() < deadline, "the detached server did not listen within 60 s"
+            time.sleep(0.05)
+        proc = _run(checkout, _env(sock), "0")
+        assert _lines(proc.stdout)["fork"].startswith("True"), proc.stderr
+        assert "libraries loaded in" in log.read_text()
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 10
+    while sock.exists():
+        assert time.monotonic() < deadline, "the server outlived the process it was to outlive"
+        time.sleep(0.05)
+    shutil.rmtree(sock.parent, ignore_errors=True)

@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm."""
+ingest-fidelity, remote, warm, prepare."""
 
 from __future__ import annotations
 
@@ -35,6 +35,21 @@ def add_parsers(sub: Any) -> None:
     add_postgres(sub)
     add_remote(sub)
     add_warm(sub)
+    add_prepare(sub)
+
+
+def add_prepare(sub: Any) -> None:
+    p = sub.add_parser(
+        "prepare",
+        help="convert the packaged GGUF generator's weights once per machine (make setup runs it)",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        default=["packaged:SmolLM2-135M-Instruct"],
+        help="model references (default: the default generator's, packaged:SmolLM2-135M-Instruct)",
+    )
+    p.set_defaults(func=_lazy("ragrig.generate.torch_gguf", "cmd_prepare"))
 
 
 def add_warm(sub: Any) -> None:
@@ -45,6 +60,14 @@ def add_warm(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("socket", help="the Unix socket's path; stops on SIGTERM or Ctrl-C")
+    p.add_argument("--until", type=int, metavar="PID", help="stop when this process ends")
+    p.add_argument(
+        "--detach", action="store_true", help="serve in the background and return at once"
+    )
+    p.add_argument("--log", help="with --detach: append the server's messages to this file")
+    p.add_argument(
+        "--preload", help="comma-separated modules to import first (default: the stage libraries)"
+    )
     p.set_defaults(func=_lazy("ragrig.runtime.warm", "cmd_warm"))
 
 

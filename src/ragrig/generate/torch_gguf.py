@@ -107,6 +107,28 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def prepare(model: str) -> tuple[Path, bool]:
+    """Convert `model`'s GGUF file into its cache folder now unless it is there: (the folder,
+    whether this call converted it). `make setup` runs it (`ragrig prepare`), so that a first
+    run's generate stage does not spend ~20-40 s converting."""
+    path = Path(resolve_model(model))
+    cache = gguf_cache_dir(path)
+    if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():
+        return cache, False
+    load_gguf(path)
+    return cache, True
+
+
+def cmd_prepare(args: Any) -> int:
+    """`ragrig prepare`: the packaged GGUF models' conversions, each timed."""
+    for model in args.models:
+        t0 = time.perf_counter()
+        cache, converted = prepare(model)
+        took = f"converted in {time.perf_counter() - t0:.1f} s" if converted else "already there"
+        print(f"ragrig prepare: {model}: {took} ({cache})")
+    return 0
+
+
 def _shared(a: list[int], b: list[int]) -> int:
     """How many leading tokens `a` and `b` have in common."""
     return next(

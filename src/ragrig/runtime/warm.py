@@ -226,20 +226,29 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> None:
             importlib.import_module(name)
 
 
-def serve(path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None) -> None:
+def serve(
+    path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None, until: int | None = None
+) -> None:
     """Preload `modules`, listen at `path` and fork a process per request until SIGTERM or
-    SIGINT. The socket appears only once the libraries are loaded: a stage that starts earlier
-    finds no server and runs in its own process."""
+    SIGINT, or until process `until` ends. The socket appears only once the libraries are
+    loaded: a stage that starts earlier finds no server and runs in its own process."""
     import gc
     import selectors
+    import time
 
     if not hasattr(os, "pidfd_open"):
         from ragrig.core.errors import ConfigError
 
         raise ConfigError("ragrig warm needs Linux 5.3 or later (os.pidfd_open)")
+    try:
+        watched = os.pidfd_open(until) if until is not None else None
+    except ProcessLookupError:
+        return  # what it was to outlive has already ended
+    t0 = time.perf_counter()
     before = dict(os.environ)
     own = fingerprint(before)
     preload(modules)
+    loaded_s = time.perf_counter() - t0
     # variables the libraries set as they loaded (sklearn's KMP_*, ...): a stage that loads them
     # has them too, so a fork gets them where its request does not set them
     added = {k: v for k, v in os.environ.items() if k not in before}
@@ -255,9 +264,16 @@ def serve(path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None) -
     signal.signal(signal.SIGINT, lambda s, f: stopping.append(s))
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("listen", None))
+    if watched is not None:
+        sel.register(watched, selectors.EVENT_READ, ("until", None))
     forks: dict[int, dict] = {}  # pid -> {"conn", "pidfd"}
     if ready is not None:
-        print(f"ragrig warm: serving at {path} (pid {os.getpid()})", file=ready, flush=True)
+        print(
+            f"ragrig warm: serving at {path} (pid {os.getpid()}, libraries loaded in "
+            f"{loaded_s:.1f} s)",
+            file=ready,
+            flush=True,
+        )
     try:
         while not stopping:
             try:
@@ -272,7 +288,11 @@ def serve(path: str, modules: tuple[str, ...] = PRELOAD, ready: object = None) -
                     _from_client(key.fileobj, pid, sel, forks)
                 elif kind == "pid":
                     _reap(pid, sel, forks)
+                elif kind == "until":
+                    stopping.append(until)
     finally:
+        if watched is not None:
+            os.close(watched)
         for pid in list(forks):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -490,6 +510,26 @@ def _die_with_parent() -> None:
 
 
 def cmd_warm(args) -> int:
-    """`ragrig warm SOCKET`: serve until SIGTERM or SIGINT."""
-    serve(os.path.abspath(args.socket), ready=sys.stderr)
+    """`ragrig warm SOCKET`: serve until SIGTERM or SIGINT (or until process --until ends);
+    with --detach, start that server in the background, its messages to --log, and return."""
+    path = os.path.abspath(args.socket)
+    modules = tuple(m for m in args.preload.split(",") if m) if args.preload else PRELOAD
+    if not args.detach:
+        serve(path, modules, ready=sys.stderr, until=args.until)
+        return 0
+    import subprocess
+
+    cmd = [sys.executable, "-m", "ragrig", "warm", path, "--preload", ",".join(modules)]
+    if args.until is not None:
+        cmd += ["--until", str(args.until)]
+    log = os.path.abspath(args.log or os.devnull)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    print(
+        f"ragrig warm: loading the libraries in the background (pid {proc.pid}, log {log}); "
+        "stages run warm once it serves at " + path
+    )
     return 0
