@@ -8,6 +8,7 @@ before any point runs; a worker killed mid-point is a failed point, the other po
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import secrets
@@ -81,10 +82,18 @@ def _sweep(
     return proc.stdout + proc.stderr, rows, seconds
 
 
+# Ports a Ray head takes by default besides its own (dashboard 8265, agent 52365, client 10001,
+# workers 10002-19999): a head given one of them as --port refuses to start.
+RAY_DEFAULT_PORTS = {6379, 8265, 10001, 52365, *range(10002, 20000)}
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in RAY_DEFAULT_PORTS:
+            return port
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +138,8 @@ def ray_cluster(tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # the head may have exited
+                    os.killpg(proc.pid, signal.SIGKILL)
                 pytest.fail(f"ray head did not start: {(temp / 'head.log').read_text()[-2000:]}")
             time.sleep(1)
     time.sleep(3)  # the raylet registers after the GCS listens
