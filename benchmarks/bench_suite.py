@@ -143,6 +143,8 @@ def run_target(
     out["log"] = str(log_path)
     if name == "repro" and proc.returncode == 0:
         out.update(cold_run_parts(ws))
+        if out["warm_stages"]:  # forks of make's own warm server: not children of the target
+            out["cpu_s"] = out["cpu_utilisation"] = None
         out["floor"] = floor_seconds(ws)
         inference = out["inference_path_s"] + out.get("warm_load_s", 0.0)
         out["inference_over_floor"] = round(inference / out["floor"]["total_s"], 3)
