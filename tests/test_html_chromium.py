@@ -171,11 +171,18 @@ def test_label_page_rates_saves_and_restores_in_chromium(tmp_path):
         assert saved == shown
         c.js("window.oldPage = true; location.reload()")
         # the reloaded page (no `oldPage` on its window) restores the ratings from localStorage
-        assert c.wait_for(
-            "!window.oldPage && document.readyState === 'complete' && "
-            "document.getElementById('count').textContent === '2'",
-            timeout=30,
-        )
+        try:
+            c.wait_for(
+                "!window.oldPage && document.readyState === 'complete' && "
+                "document.getElementById('count').textContent === '2'",
+                timeout=30,
+            )
+        except TimeoutError:  # say which part did not happen: the reload, or the restore
+            state = c.js(
+                "JSON.stringify({old: !!window.oldPage, ready: document.readyState, count: "
+                "(document.getElementById('count') || {}).textContent, stored: localStorage.length})"
+            )
+            pytest.fail(f"the reloaded page did not show 2 ratings within 30 s: {state}")
         assert c.js("document.getElementById('n-2').value") == "the date is wrong"
     lines = [json.loads(x) for x in saved.splitlines()]
     assert [(x["qid"], x["rating"]) for x in lines] == [("q1", "faithful"), ("q3", "unfaithful")]
