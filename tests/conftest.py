@@ -59,11 +59,6 @@ def sh(
     return proc
 
 
-# `make test-all` (RAGRIG_TEST_WARM=1): stages run in forks of one warm server per test process
-# (ragrig.runtime.warm), which every subprocess finds through RAGRIG_WARM_SOCKET. A stage whose
-# environment or interpreter differs from the server's (another PYTHONHASHSEED in
-# tests/test_determinism.py, a fresh clone's own .venv path) runs in its own process, as in
-# `make test`, where every stage does.
 @contextlib.contextmanager
 def warm_server(modules: tuple[str, ...] | None = None, log: Path | None = None):
     """A warm stage server (ragrig.runtime.warm) in its own process, with project_env()'s
