@@ -44,15 +44,16 @@ $(STAMP): pyproject.toml requirements.lock constraints.txt
 # ARGS: overrides of the composition, e.g. make repro ARGS=+experiment=scifact_trained
 # WARM=1 (default): a warm server (ragrig warm, docs/sweeps.md "Warm stage processes") loads the
 # heavy libraries in the background while the first stages run, each later stage runs in a fork
-# of it, and it stops when make ends (log: .ragrig/warm.log). WARM=0: every stage its own process.
+# of it, and it stops when make ends (log: .ragrig/warm.log). WARM=0: make starts none.
 WARM ?= 1
 WARM_SOCKET = $(or $(TMPDIR),/tmp)/ragrig-warm-$(shell echo $$PPID).sock
 ifeq ($(WARM),1)
 repro: export RAGRIG_WARM_SOCKET = $(WARM_SOCKET)
 endif
 repro: $(STAMP) .dvc/config
-	@if [ -n "$$RAGRIG_WARM_SOCKET" ]; then \
-	  $(BIN)/python -m ragrig warm "$$RAGRIG_WARM_SOCKET" --detach --until $$PPID --log .ragrig/warm.log; fi
+ifeq ($(WARM),1)
+	$(BIN)/python -m ragrig warm $(WARM_SOCKET) --detach --until $$PPID --log .ragrig/warm.log
+endif
 	$(BIN)/python -m ragrig params write $(ARGS)
 	$(BIN)/python -m ragrig data ensure
 	$(BIN)/dvc repro

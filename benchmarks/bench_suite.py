@@ -160,18 +160,18 @@ def cold_run_parts(ws: Path) -> dict[str, Any]:
 
     log = ws / ".ragrig" / "stage_log.jsonl"
     stages: dict[str, float] = {}
+    warm_stages = 0
     for line in log.read_text(encoding="utf-8").splitlines():
         entry = json.loads(line)
         if entry.get("status") == "ok":
             stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + float(entry["seconds"])
+            warm_stages += bool(entry.get("warm"))
     training = sum(s for k, s in stages.items() if k.startswith("train_"))
     out = {
         "stages_s": {k: round(v, 1) for k, v in stages.items()},
         "inference_path_s": round(sum(stages.values()) - training, 1),
         "training_s": round(training, 1),
-        "warm_stages": sum(
-            1 for line in log.read_text(encoding="utf-8").splitlines() if '"warm": true' in line
-        ),
+        "warm_stages": warm_stages,
     }
     # `make repro`'s warm server loads the libraries beside the first stages; its loading time
     # is counted in full on top of the stages' (as if nothing ran beside it)

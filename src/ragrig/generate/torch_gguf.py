@@ -57,6 +57,11 @@ def gguf_cache_dir(path: Path) -> Path:
     return Path(root) / f"{path.stem}-{sha256_file(path)[:16]}-tf{transformers.__version__}"
 
 
+def _converted(cache: Path) -> bool:
+    """True when `cache` holds a finished conversion (written whole: atomic_dir)."""
+    return (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file()
+
+
 def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
     """The de-quantized model as a plain checkpoint: its configs without the GGUF quantization
     record (transformers refuses save_pretrained on a model loaded from GGUF), its tensors as
@@ -87,7 +92,7 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     from ragrig.core.io import atomic_dir
 
     cache = gguf_cache_dir(path)
-    if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():
+    if _converted(cache):
         try:
             tokenizer = AutoTokenizer.from_pretrained(cache)
             model = AutoModelForCausalLM.from_pretrained(cache, dtype=torch.float32)
@@ -113,7 +118,7 @@ def prepare(model: str) -> tuple[Path, bool]:
     run's generate stage does not spend ~20-40 s converting."""
     path = Path(resolve_model(model))
     cache = gguf_cache_dir(path)
-    if (cache / "config.json").is_file() and (cache / "tokenizer.json").is_file():
+    if _converted(cache):
         return cache, False
     load_gguf(path)
     return cache, True

@@ -253,10 +253,12 @@ MINHASH_SEED = 1
 def shingles(text: str, k: int = SHINGLE_CHARS) -> set[str]:
     """Character k-shingles of the text with its whitespace runs made one space (a text
     shorter than k is one shingle; an empty text has none)."""
-    t = " ".join(text.split())
-    if not t:
-        return set()
-    return {t[i : i + k] for i in range(max(len(t) - k + 1, 1))}
+    return _windows(" ".join(text.split()), k)
+
+
+def _windows(t: Any, k: int) -> set[Any]:
+    """The k-long slices of a str or bytes `t` (one when shorter than k, none when empty)."""
+    return {t[i : i + k] for i in range(max(len(t) - k + 1, 1))} if t else set()
 
 
 @functools.lru_cache(maxsize=4)
@@ -284,10 +286,9 @@ def minhash(text: str, k: int = SHINGLE_CHARS, num_perm: int = NUM_PERM) -> Any:
     )
     t = " ".join(text.split())
     if t.isascii():  # one byte a character: the shingles of the bytes are the same bytes
-        b = t.encode("ascii")
-        m.update_batch({b[i : i + k] for i in range(max(len(b) - k + 1, 1))} if b else ())
+        m.update_batch(_windows(t.encode("ascii"), k))
     else:
-        m.update_batch([s.encode("utf-8") for s in shingles(text, k)])
+        m.update_batch([s.encode("utf-8") for s in _windows(t, k)])
     return m
 
 
