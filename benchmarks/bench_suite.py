@@ -20,6 +20,14 @@ timed alone in the same clone right after the run. Reported: the inference path 
 but train_*, from the stage log) over that floor (target <= 1.3), and training's share of the
 whole run (target <= 0.25).
 
+--repro-args passes ARGS to `make repro` (e.g. "generate.position_probe.enabled=true": the cold
+run with the position probe). --isa avx2 runs every target and the floor on the AVX2-only path of
+a CPU that has more: torch's ATen and oneDNN kernels, MKL and FAISS held at AVX2 (ISA_CAPS), so
+`precision: auto` resolves to fp32 as on a CPU without AVX-512 (ragrig.weights.precision
+.isa_cap). It is the same arithmetic as such a CPU's, not its speed: the figures name the CPU
+they ran on. The caps are checked in the venv the targets use, and the run fails if one did not
+hold.
+
 --smoke runs the whole path (clone, linked venv, timing, the stage log, the floor, the markdown
 section) on `make repro` of the 20-document fixture with the extractive generator.
 """
@@ -46,9 +54,41 @@ TARGETS = {
     "repro": ["make", "repro"],
 }
 SMOKE_TARGET = {"repro": ["make", "repro", "ARGS=dataset=tiny generate=extractive"]}
+# environment variables that hold each library to an instruction set (read when it loads)
+ISA_CAPS = {
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",  # torch's own vectorised kernels
+        "ONEDNN_MAX_CPU_ISA": "AVX2",  # torch's oneDNN: no AVX-512, no bf16 units, no AMX
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # MKL's fp32 matrix products
+        "FAISS_SIMD_LEVEL": "AVX2",  # faiss-cpu's dynamic-dispatch build
+    }
+}
+# what each library says it runs, printed by the venv's python under the caps
+ISA_PROBE = (
+    "import json, torch, faiss; from ragrig.weights.precision import isa_cap, resolve_precision; "
+    "print(json.dumps({'torch': torch.backends.cpu.get_cpu_capability(), "
+    "'faiss': faiss.SIMDConfig.get_level_name(), 'onednn_cap': isa_cap(), "
+    "'auto': resolve_precision('auto')}))"
+)
 START, END = "<!-- bench_suite:start -->", "<!-- bench_suite:end -->"
 # pytest's closing line: "== 12 passed, 1 skipped in 3.21s ==" (also "N passed, N failed")
 CLOSING = re.compile(r"^=*\s*(\d+ (?:passed|failed|error|errors|skipped|deselected).*?)\s*=*$")
+
+
+def check_isa(python: Path, isa: str) -> dict[str, Any]:
+    """What torch, FAISS and `precision: auto` run under ISA_CAPS[isa] in `python`'s venv;
+    raises if any of them is not held to it."""
+    import json
+
+    env = {**os.environ, **ISA_CAPS[isa]}
+    out = subprocess.run(
+        [str(python), "-c", ISA_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    want = {"torch": "AVX2", "faiss": "AVX2", "onednn_cap": "AVX2", "auto": "fp32"}
+    if seen != want:
+        raise RuntimeError(f"--isa {isa}: the caps did not hold: {seen} (wanted {want})")
+    return seen
 
 
 def cpu_summary() -> dict[str, Any]:
@@ -181,6 +221,13 @@ def cold_run_parts(ws: Path) -> dict[str, Any]:
     )
     if loaded:
         out["warm_load_s"] = round(sum(float(x) for x in loaded), 1)
+    # what each torch model ran in, as its stage recorded it (ragrig.weights.precision)
+    out["precision"] = {}
+    for stage in ("embed", "generate", "judge"):
+        manifest = ws / "data" / stage / "manifest.json"
+        decided = json.loads(manifest.read_text()).get("precision_decision")
+        if decided:
+            out["precision"][stage] = f"{decided['resolved']} ({decided['requested']})"
     return out
 
 
@@ -271,6 +318,13 @@ def markdown(result: dict[str, Any]) -> str:
             f"{str(r['setup_s']) + ' s' if 'setup_s' in r else 'linked venv'} | "
             f"{r.get('exit_code')} | {r.get('closing_line', '') or '—'} |"
         )
+    if result.get("isa"):
+        caps = " ".join(f"{k}={v}" for k, v in ISA_CAPS[result["isa"]].items())
+        lines[0] = lines[0].replace(
+            "each target alone",
+            f"held to its {result['isa'].upper()} path ({caps}; checked: {result['isa_check']}), "
+            "each target alone",
+        )
     for r in result["targets"]:
         if "floor" not in r:
             continue
@@ -292,6 +346,11 @@ def markdown(result: dict[str, Any]) -> str:
             f"**{r['inference_over_floor']}x the floor** (target <= 1.3); training "
             f"{r['training_s']} s, **{r['training_share']} of the run** (target <= 0.25). "
             f"Stages (s): {stages}."
+            + (
+                " Precisions: " + ", ".join(f"{k} {v}" for k, v in r["precision"].items()) + "."
+                if r.get("precision")
+                else ""
+            )
             + (
                 f" The generator's conversion (`ragrig prepare`, part of `make setup`) "
                 f"{r['prepare_s']} s apart."
@@ -327,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--markdown", type=Path, default=None, help="file whose section is rewritten")
     p.add_argument("--smoke", action="store_true", help="one short pytest run, not the targets")
+    p.add_argument("--repro-args", default=None, help='ARGS of `make repro`, e.g. "a.b=1 c=d"')
+    p.add_argument(
+        "--isa", choices=sorted(ISA_CAPS), default=None, help="run on this ISA's path (see above)"
+    )
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--dataset-root", type=Path, help=argparse.SUPPRESS)  # run_all's; unused
     args = p.parse_args(argv)
@@ -338,6 +401,13 @@ def main(argv: list[str] | None = None) -> int:
         venv = C.PROJECT_ROOT / ".venv" if (C.PROJECT_ROOT / ".venv").exists() else None
         venv = venv or Path(sys.executable).parent.parent
     targets = SMOKE_TARGET if args.smoke else {t: TARGETS[t] for t in args.targets}
+    if args.repro_args and "repro" in targets:
+        targets["repro"] = [*TARGETS["repro"], f"ARGS={args.repro_args}"]
+    isa_check = None
+    if args.isa:  # before this process loads torch (the floor runs here)
+        os.environ.update(ISA_CAPS[args.isa])
+        python = (venv / "bin/python") if venv is not None else Path(sys.executable)
+        isa_check = check_isa(python, args.isa)
     results = []
     for name, cmd in targets.items():
         r = run_target(name, cmd, C.PROJECT_ROOT, venv, workdir)
@@ -354,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         "args": " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": cpu_summary(),
         "baseline_s": args.baseline_s,
+        "isa": args.isa,
+        "isa_check": isa_check,
         "targets": results,
     }
     text = markdown(result)

@@ -520,8 +520,19 @@ def test_suite_benchmark_times_a_fresh_clone_and_writes_its_section(smoke):
     assert target["floor"]["encode_s"] > 0 and target["floor"]["answers"] == 9  # the fixture's
     assert target["inference_over_floor"] > 1  # the pipeline costs more than its floor
     assert r["machine"]["cpu_model"] and r["machine"]["cpus"] >= 1
+    # --isa avx2: every library held to AVX2 and `auto` fp32, in the venv, the stage, the floor
+    assert r["isa"] == "avx2"
+    assert r["isa_check"] == {
+        "torch": "AVX2",
+        "faiss": "AVX2",
+        "onednn_cap": "AVX2",
+        "auto": "fp32",
+    }
+    assert target["precision"] == {"embed": "fp32 (auto)"}  # the extractive generator: none
+    assert target["floor"]["embed_precision"] == "fp32"
     md = (smoke["_tmp"] / "suite.md").read_text()
     assert md.startswith("<!-- bench_suite:start -->") and "x the floor** (target <= 1.3)" in md
+    assert "held to its AVX2 path (ATEN_CPU_CAPABILITY=avx2 " in md
     # the clone ran on this venv: make must not have re-pointed its editable install there
     # (it still points where this process imported ragrig from)
     import ragrig

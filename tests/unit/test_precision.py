@@ -38,6 +38,51 @@ def test_resolution(requested, flags, fp32, expected):
     assert prec.resolve_precision(requested, fp32=fp32, flags=flags) == expected
 
 
+@pytest.mark.parametrize(
+    ("env", "flags", "expected"),
+    [
+        ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, AMX, "fp32"),  # the AVX2-only path on an AMX machine
+        ({"ONEDNN_MAX_CPU_ISA": "avx512_core_vnni"}, AMX, "fp32"),  # no bf16 dot products yet
+        ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}, AMX, "bf16"),  # avx512_bf16 still usable
+        ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}, frozenset({"amx_bf16"}), "fp32"),
+        ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"}, frozenset({"amx_bf16"}), "bf16"),
+        ({"DNNL_MAX_CPU_ISA": "AVX2"}, AMX, "fp32"),  # oneDNN's older name
+        ({"ONEDNN_MAX_CPU_ISA": "ALL"}, AMX, "bf16"),  # no cap
+        ({"ONEDNN_MAX_CPU_ISA": "AVX3000"}, AMX, "bf16"),  # names no level: no cap
+        ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, AVX2, "fp32"),
+    ],
+)
+def test_auto_honours_a_onednn_isa_cap(monkeypatch, env, flags, expected):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert prec.resolve_precision("auto", flags=flags) == expected
+    assert prec.resolve_precision("bf16", flags=flags) == "bf16"  # an explicit choice still wins
+
+
+def test_a_capped_run_says_so_in_its_record_and_tags(monkeypatch):
+    from ragrig.tracking.contents import precision_tags
+
+    monkeypatch.setattr(prec, "cpu_info", lambda: ("Xeon", AMX))
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    record = prec.precision_record("auto", prec.resolve_precision("auto"))
+    assert record == {
+        "requested": "auto",
+        "resolved": "fp32",
+        "cpu": "Xeon",
+        "cpu_bf16_flags": ["amx_bf16", "avx512_bf16"],
+        "onednn_max_cpu_isa": "AVX2",
+    }
+    assert precision_tags({"embed": record}) == {
+        "precision.embed": "fp32 (auto)",
+        "cpu": "Xeon",
+        "cpu.bf16_flags": "amx_bf16,avx512_bf16",
+        "cpu.onednn_max_isa": "AVX2",
+    }
+
+
 def test_cpuinfo_is_read_from_the_first_processor():
     assert prec.parse_cpuinfo(CPUINFO) == ("AMD EPYC 7B13", frozenset(AVX2 | {"fpu", "vme", "avx"}))
     assert prec.parse_cpuinfo("") == ("", frozenset())

@@ -429,8 +429,8 @@ def answer_traces(
 def precision_tags(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:
     """Run tags from the stages' manifests `precision_decision` (ragrig.weights.precision
     .precision_record), stage -> record or None: `precision.<stage>` "bf16 (auto)" or "fp32",
-    and the CPU model and its bf16 flags once, so two runs that differ only by machine say why
-    their last bits differ."""
+    and the CPU model and its bf16 flags once (and a oneDNN ISA cap, when one was set), so two
+    runs that differ only by machine say why their last bits differ."""
     tags: dict[str, str] = {}
     for stage, record in sorted(decisions.items()):
         if not record:
@@ -439,4 +439,6 @@ def precision_tags(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[st
         tags[f"precision.{stage}"] = f"{record.get('resolved')}{how}"
         tags["cpu"] = str(record.get("cpu", ""))
         tags["cpu.bf16_flags"] = ",".join(record.get("cpu_bf16_flags", [])) or "none"
+        if record.get("onednn_max_cpu_isa"):
+            tags["cpu.onednn_max_isa"] = str(record["onednn_max_cpu_isa"])
     return tags
