@@ -49,6 +49,10 @@ ENV_PREFIXES = (
     "GOMP_",
     "MPL",
     "CUDA",
+    "ATEN_",  # ATEN_CPU_CAPABILITY, and the instruction-set caps (benchmarks/bench_suite.py --isa)
+    "ONEDNN_",
+    "DNNL_",
+    "FAISS_",
     "LD_",
     "LC_",
     "LANG",
