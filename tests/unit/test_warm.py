@@ -174,8 +174,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
+    try:  # the process may end between the two calls: /proc/PID then says ESRCH or is gone
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def test_a_detached_server_serves_until_the_process_it_outlives_ends(checkout, tmp_path):
