@@ -85,7 +85,8 @@ def check_isa(python: Path, isa: str) -> dict[str, Any]:
         [str(python), "-c", ISA_PROBE], env=env, capture_output=True, text=True, check=True
     )
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    want = {"torch": "AVX2", "faiss": "AVX2", "onednn_cap": "AVX2", "auto": "fp32"}
+    level = isa.upper()  # what torch and FAISS name the level the caps set
+    want = {"torch": level, "faiss": level, "onednn_cap": level, "auto": "fp32"}
     if seen != want:
         raise RuntimeError(f"--isa {isa}: the caps did not hold: {seen} (wanted {want})")
     return seen
