@@ -12,6 +12,9 @@ from ragrig.weights.precision import autocast, quantize_linear_int8
 # The verifier's labels, in the order of its classifier head.
 LABELS = ("SUPPORT", "CONTRADICT", "NOT_ADDRESSED")
 SUPPORT, CONTRADICT, NOT_ADDRESSED = LABELS
+# A training label only: "not SUPPORT", from a source that does not say which of the other two
+# (ragrig.train_verifier.sources); the loss reads it as P(CONTRADICT) + P(NOT_ADDRESSED).
+NOT_SUPPORTED = "NOT_SUPPORTED"
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
