@@ -164,6 +164,29 @@ class AnswerModelConfig(Section):
         return self
 
 
+class VerifierConfirmConfig(Section):
+    """ragrig.judge.confirm: lexical findings the verifier confirms become `contradicted`."""
+
+    model: str = Field("shipped", description="the verifier (as judge=verifier's `model`)")
+    kinds: list[Literal["negation", "entity"]] = Field(
+        default_factory=lambda: ["negation", "entity"],
+        description="the lexical findings read by the verifier",
+    )
+    below: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="a finding is confirmed when the claim's max P(support) over its windows "
+        "is below this",
+    )
+    window: int = Field(3, ge=1, le=5, description="evidence windows: up to this many sentences")
+    windows_per_claim: int = Field(3, ge=1, le=20)
+    max_length: int = Field(192, ge=16, le=512)
+    batch_size: int = Field(32, gt=0)
+    threads: int = Field(2, gt=0)
+    quantize: Literal["auto", "none", "bf16", "int8"] = "auto"
+
+
 class JudgeOverlap(JudgeBase):
     method: Literal["overlap"] = "overlap"
     answer_model: AnswerModelConfig | None = Field(
@@ -192,14 +215,20 @@ class JudgeOverlap(JudgeBase):
     window: int = Field(
         2, ge=1, le=5, description="evidence: runs of up to this many adjacent context sentences"
     )
+    confirm: VerifierConfirmConfig | None = Field(
+        None,
+        description="the verifier reads the claims with a negation or entity finding; a "
+        "confirmed one becomes a `contradicted` finding (ragrig.judge.confirm); None: off",
+    )
 
 
 class JudgeVerifier(Section):
     method: Literal["verifier"] = "verifier"
     model: str | None = Field(
-        None,
-        description="trained verifier: a train_verifier output folder or a model folder (None: "
-        "the train_verifier stage's output, data/train_verifier)",
+        "shipped",
+        description="the verifier: shipped (the model inside ragrig, trained on public "
+        "claim-verification sets), a train_verifier output folder or a model folder (None: the "
+        "train_verifier stage's output, data/train_verifier)",
     )
     support_threshold: float = Field(
         0.5, gt=0, le=1, description="a claim is supported when max P(support) >= this"
@@ -227,12 +256,25 @@ class JudgeVerifier(Section):
         "bfloat16 under torch's CPU autocast; int8: the verifier's Linear layers dynamically "
         "quantized (both faster on CPU, scores close to fp32, not identical)",
     )
+    contradict_threshold: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="a claim not supported whose max P(contradict) over its windows is >= this "
+        "is contradicted: a finding of kind `contradicted` (decides the answer when `veto` "
+        "names it); None: the verifier's contradictions are not read",
+    )
+    aggregate: Literal["mean", "min"] = Field(
+        "mean",
+        description="the answer-level score: the mean or the lowest claim P(support) (min: "
+        "one unsupported claim is enough to lower it)",
+    )
     decision_threshold: float | None = Field(
         None,
         ge=0,
         le=1,
-        description="answer level: an answer whose mean claim P(support) is >= this is judged "
-        "faithful; chosen by `ragrig calibrate` on MTRAG's calibration half",
+        description="answer level: an answer whose claim P(support), aggregated, is >= this "
+        "is judged faithful; chosen by `ragrig calibrate` on MTRAG's calibration half",
     )
     veto: list[HardCheck] = _veto_field()
     citation_checks: bool = _citation_checks_field()

@@ -93,6 +93,7 @@ class OverlapJudge:
         negation_check: bool = True,
         window: int = 2,
         answer_model: Any | None = None,
+        confirm: Any | None = None,
     ):
         if window < 1:
             raise ValueError(f"window must be >= 1 sentence, got {window}")
@@ -102,6 +103,7 @@ class OverlapJudge:
         self.negation_check = negation_check
         self.window = window
         self.answer_model = answer_model  # ragrig.judge.extractive.AnswerModel
+        self.confirm = confirm  # ragrig.judge.confirm.VerifierConfirm
 
     @classmethod
     def from_config(cls, cfg: Any) -> OverlapJudge:
@@ -115,6 +117,7 @@ class OverlapJudge:
             cfg.negation_check,
             cfg.window,
             AnswerModel.from_config(model) if model is not None else None,
+            _confirm(getattr(cfg, "confirm", None)),
         )
 
     def evidence_units(self, contexts: list[str]) -> list[tuple[set[str], set[str]]]:
@@ -286,6 +289,8 @@ class OverlapJudge:
             {c: ent.check(cs.surface[c], contexts) for c in cs.claims} if self.entity_check else {}
         )
         hard = self.contradictions(cs, contexts, self.entity_check, units, checks)
+        if self.confirm is not None:
+            hard = tuple(hard) + self.confirm.findings(cs, contexts, hard)
         contradicted = {c for c, _, _ in hard}
         sup = [
             c
@@ -308,6 +313,14 @@ class OverlapJudge:
             ),
             contradictions=hard,
         )
+
+
+def _confirm(cfg: Any) -> Any:
+    if cfg is None:
+        return None
+    from ragrig.judge.confirm import VerifierConfirm
+
+    return VerifierConfirm.from_config(cfg)
 
 
 @lru_cache(maxsize=65536)

@@ -87,10 +87,16 @@ class VerifierJudge:
         threads: int = 2,
         verifier: Any = None,
         quantize: str = "none",
+        contradict_threshold: float | None = None,
+        aggregate: str = "mean",
     ):
         if window < 1 or windows_per_claim < 1:
             raise ValueError("window and windows_per_claim must be >= 1")
+        if aggregate not in ("mean", "min"):
+            raise ValueError(f"aggregate {aggregate!r}: choose mean or min")
         self.threshold = support_threshold
+        self.contradict_threshold = contradict_threshold
+        self.aggregate = aggregate
         self.k = windows_per_claim
         self.window = window
         self.entity_check = entity_check
@@ -106,8 +112,8 @@ class VerifierJudge:
                 quantize,
             )
         self.verifier = verifier
-        # (claim, evidence) -> P(support), filled by prefetch()
-        self._scored: dict[tuple[str, str], float] = {}
+        # (claim, evidence) -> (P(support), P(contradict)), filled by prefetch()
+        self._scored: dict[tuple[str, str], tuple[float, float]] = {}
 
     @classmethod
     def from_config(cls, cfg: Any) -> VerifierJudge:
@@ -122,7 +128,18 @@ class VerifierJudge:
             cfg.batch_size,
             cfg.threads,
             quantize=resolve_precision(cfg.quantize, fp32="none"),
+            contradict_threshold=cfg.contradict_threshold,
+            aggregate=cfg.aggregate,
         )
+
+    def _read(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
+        """(P(support), P(contradict)) per pair; a verifier that gives only P(support) (a
+        stand-in) reads no contradiction."""
+        if not pairs:
+            return []
+        if hasattr(self.verifier, "readings"):
+            return list(self.verifier.readings(pairs))
+        return [(s, 0.0) for s in self.verifier.support(pairs)]
 
     def hard_checks(self, cs: Any, contexts: list[str]) -> tuple[tuple[str, str, str], ...]:
         """The claims' contradictions (ragrig.judge.overlap.OverlapJudge.contradictions): a
@@ -168,7 +185,8 @@ class VerifierJudge:
             if cs.claims:
                 skip = self.rejected(cs, contexts, self.hard_checks(cs, contexts))
                 pairs += self._pairs(cs.claims, cs.words, contexts, skip)[0]
-        self._scored = dict(zip(pairs, self.verifier.support(pairs), strict=True))
+        pairs = list(dict.fromkeys(pairs))
+        self._scored = dict(zip(pairs, self._read(pairs), strict=True))
         return len(pairs)
 
     def claim_probabilities(
@@ -180,14 +198,30 @@ class VerifierJudge:
     ) -> list[float]:
         """Max P(support) over each claim's pre-selected windows (0 when none, or when the claim
         is in `skip`): prefetched scores, the others in one batch."""
+        return [r[0] for r in self.claim_readings(claims, words, contexts, skip)]
+
+    def claim_readings(
+        self,
+        claims: list[str],
+        words: dict[str, set[str]],
+        contexts: list[str],
+        skip: set[str] = frozenset(),
+    ) -> list[tuple[float, float, str, str]]:
+        """Per claim: (max P(support), max P(contradict)) over its windows, and the window each
+        came from ("" when the claim has none)."""
         pairs, owner = self._pairs(claims, words, contexts, skip)
-        missing = [pair for pair in pairs if pair not in self._scored]
-        fresh = dict(zip(missing, self.verifier.support(missing), strict=True)) if missing else {}
-        probs = [0.0] * len(claims)
+        missing = list(dict.fromkeys(pair for pair in pairs if pair not in self._scored))
+        fresh = dict(zip(missing, self._read(missing), strict=True))
+        out = [(0.0, 0.0, "", "") for _ in claims]
         for i, pair in zip(owner, pairs, strict=True):
-            p = self._scored[pair] if pair in self._scored else fresh[pair]
-            probs[i] = max(probs[i], p)
-        return probs
+            ps, pc = self._scored[pair] if pair in self._scored else fresh[pair]
+            s, c, es, ec = out[i]
+            if ps > s or not es:
+                s, es = max(s, ps), pair[1] if ps >= s else es
+            if pc > c or not ec:
+                c, ec = max(c, pc), pair[1] if pc >= c else ec
+            out[i] = (s, c, es, ec)
+        return out
 
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None
@@ -199,9 +233,19 @@ class VerifierJudge:
         has_sentences = any(split_sentences(c) for c in contexts)
         hard = self.hard_checks(cs, contexts)
         rejected = self.rejected(cs, contexts, hard)
-        scores = self.claim_probabilities(cs.claims, cs.words, contexts, rejected)
+        readings = self.claim_readings(cs.claims, cs.words, contexts, rejected)
+        scores = [r[0] for r in readings]
         sup = [c for c, s in zip(cs.claims, scores, strict=True) if s >= self.threshold]
         uns = [c for c in cs.claims if c not in sup]
+        if self.contradict_threshold is not None:
+            found = {c for c, _, _ in hard}
+            read = tuple(
+                (c, "contradicted", f"P(contradict) {pc:.2f} against: {ev[:200]}")
+                for c, (ps, pc, _, ev) in zip(cs.claims, readings, strict=True)
+                if c not in found and ps < self.threshold and pc >= self.contradict_threshold
+            )
+            hard = tuple(hard) + read
+        answer_score = min(scores) if self.aggregate == "min" else None
         found = ent.check(" ".join(cs.surface[c] + "." for c in cs.claims), contexts)
         return Verdict(
             cs.claims,
@@ -213,4 +257,5 @@ class VerifierJudge:
             unseen_entities=found.unseen_names + found.unseen_numbers,
             claim_scores=tuple(scores),
             contradictions=hard,
+            answer_score=answer_score,
         )

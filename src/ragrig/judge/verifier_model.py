@@ -1,4 +1,11 @@
-"""Load a trained verifier and score (claim, evidence) pairs: P(SUPPORT) per pair, batched."""
+"""Load a trained verifier and score (claim, evidence) pairs: P(SUPPORT) per pair, batched.
+
+Two kinds of model load: the verifier that ships inside ragrig (`SHIPPED`, the default of
+judge=verifier: `ragrig/weights/verifier/verifier.safetensors`, trained by `ragrig train-verifier`
+on the public claim-verification sets; every weight but the word embeddings, which come from the
+packaged all-MiniLM-L6-v2 they were frozen at), checked against the sha256 recorded here before
+anything is judged; or a folder (a train_verifier stage output or any sequence-classification
+cross-encoder with the three labels), for a team's own model or a hub model it has downloaded."""
 
 from __future__ import annotations
 
@@ -18,6 +25,103 @@ NOT_SUPPORTED = "NOT_SUPPORTED"
 
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
+SHIPPED = "shipped"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "weights" / "verifier"
+SHIPPED_WEIGHTS = "verifier.safetensors"
+# The shipped weights' digest: a missing, truncated or swapped file is refused before judging.
+# Replaced only with the file, when a retrained model beats it (docs/judge.md).
+SHIPPED_SHA256 = "4b66875c6212ad3f156b8cbd37f9ccb158c8a5c6892c5e634940c7c025e77400"
+SHIPPED_BASE = "packaged:all-MiniLM-L6-v2"
+# the weights the shipped file leaves out: read from the packaged base model
+SHIPPED_FROZEN = ("bert.embeddings.word_embeddings.weight",)
+
+
+def shipped_path() -> Path:
+    return SHIPPED_DIR / SHIPPED_WEIGHTS
+
+
+def check_shipped(path: Path | None = None, sha256: str = SHIPPED_SHA256) -> Path:
+    """The shipped weights file, after checking it exists and has the recorded sha256."""
+    from ragrig.weights.models import sha256_file
+
+    path = shipped_path() if path is None else Path(path)
+    if not path.is_file():
+        raise ConfigError(
+            f"shipped verifier weights {path} are missing: reinstall ragrig (pip install -e .) "
+            "or set judge.model to a trained verifier folder"
+        )
+    digest = sha256_file(path)
+    if digest != sha256:
+        raise ConfigError(
+            f"shipped verifier weights {path} have sha256 {digest[:12]}..., not the recorded "
+            f"{sha256[:12]}...: the file is truncated or was replaced; restore it (git checkout) "
+            "or retrain with `ragrig train-verifier`"
+        )
+    return path
+
+
+class _ShippedCrossEncoder:
+    """The shipped verifier behind the slice of CrossEncoder's interface that Verifier uses
+    (`predict`, `config`): the base model's classifier with the shipped weights laid over it."""
+
+    def __init__(self, path: Path, max_length: int, sha256: str = SHIPPED_SHA256):
+        import torch
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import logging as hf_logging
+
+        from ragrig.weights.models import resolve_model
+
+        path = check_shipped(path, sha256)
+        base = resolve_model(SHIPPED_BASE)
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        self.tokenizer = AutoTokenizer.from_pretrained(base)
+        self.model = AutoModelForSequenceClassification.from_pretrained(
+            base,
+            dtype=torch.float32,
+            num_labels=len(LABELS),
+            id2label=dict(enumerate(LABELS)),
+            label2id={lab: i for i, lab in enumerate(LABELS)},
+        )
+        try:
+            tensors = load_file(str(path))
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise ConfigError(f"shipped verifier weights {path} cannot be read: {exc}") from None
+        own = self.model.state_dict()
+        wrong = [k for k, v in tensors.items() if k not in own or own[k].shape != v.shape]
+        missing = [k for k in own if k not in tensors and k not in SHIPPED_FROZEN]
+        if wrong or missing:
+            raise ConfigError(
+                f"shipped verifier weights {path} do not fit {SHIPPED_BASE}'s architecture "
+                f"({len(wrong)} unexpected or misshapen, {len(missing)} missing, e.g. "
+                f"{(wrong or missing)[0]})"
+            )
+        self.model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+        self.model.eval()
+        self.config = self.model.config
+        self.max_length = max_length
+
+    def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32, **_: Any) -> Any:
+        import numpy as np
+        import torch
+
+        out = []
+        with torch.inference_mode():
+            for s in range(0, len(pairs), batch_size):
+                chunk = pairs[s : s + batch_size]
+                enc = self.tokenizer(
+                    [a for a, _ in chunk],
+                    [b for _, b in chunk],
+                    truncation=True,
+                    max_length=self.max_length,
+                    padding=True,
+                    return_tensors="pt",
+                )
+                logits = self.model(**enc).logits
+                out.append(torch.softmax(logits.float(), dim=-1).numpy())
+        return np.concatenate(out) if out else np.zeros((0, len(LABELS)), dtype=np.float32)
 
 
 def locate(path: str | Path) -> Path:
@@ -61,7 +165,7 @@ class Verifier:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | None = SHIPPED,
         max_length: int = 128,
         batch_size: int = 32,
         threads: int = 2,
@@ -71,13 +175,17 @@ class Verifier:
         from sentence_transformers.cross_encoder import CrossEncoder
 
         torch.set_num_threads(threads)
-        self.path = locate(path)
-        try:
-            self.model = CrossEncoder(str(self.path), max_length=max_length, device="cpu")
-        except Exception as exc:  # a folder that is no loadable model: one clear line
-            raise ConfigError(
-                f"verifier model {self.path} cannot be loaded: {type(exc).__name__}: {exc}"
-            ) from exc
+        if path is None or str(path) == SHIPPED:
+            self.path = shipped_path()
+            self.model = _ShippedCrossEncoder(self.path, max_length)
+        else:
+            self.path = locate(path)
+            try:
+                self.model = CrossEncoder(str(self.path), max_length=max_length, device="cpu")
+            except Exception as exc:  # a folder that is no loadable model: one clear line
+                raise ConfigError(
+                    f"verifier model {self.path} cannot be loaded: {type(exc).__name__}: {exc}"
+                ) from exc
         id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         labels = {v: k for k, v in id2label.items()}
         if SUPPORT not in labels:
@@ -90,7 +198,9 @@ class Verifier:
             raise ConfigError(f"verifier quantize {quantize!r}: choose one of {list(QUANTIZE)}")
         self.quantize = quantize
         if quantize == "int8":
-            quantize_linear_int8(self.model)
+            quantize_linear_int8(
+                self.model.model if isinstance(self.model, _ShippedCrossEncoder) else self.model
+            )
 
     def probabilities(self, pairs: list[tuple[str, str]]) -> Any:
         """(n, labels) softmax probabilities; an empty list gives an empty array."""
@@ -114,6 +224,16 @@ class Verifier:
         probs = np.empty_like(scored)
         probs[order] = scored
         return probs[[first[tuple(pair)] for pair in pairs]]
+
+    def readings(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
+        """(P(SUPPORT), P(CONTRADICT)) of each pair (read by label name); a model without a
+        CONTRADICT label gives 0 for it."""
+        probs = self.probabilities(pairs)
+        labels = {v: int(k) for k, v in self.model.config.id2label.items()}
+        c = labels.get(CONTRADICT)
+        return [
+            (float(p[self.support_index]), float(p[c]) if c is not None else 0.0) for p in probs
+        ]
 
     def support(self, pairs: list[tuple[str, str]]) -> list[float]:
         probs = self.probabilities(pairs)

@@ -56,7 +56,7 @@ class VerifierTraining:
     distractor_rate: float = 0.15
     edit_rate: float = 0.5
     max_length: int = 192
-    epochs: float = 1.0
+    epochs: float = 2.0
     batch_size: int = 32
     learning_rate: float = 6e-5
     warmup_ratio: float = 0.06

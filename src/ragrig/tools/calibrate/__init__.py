@@ -46,7 +46,7 @@ def load_judge_config(root: Path, name: str) -> Any:
 def _rooted(judge_cfg: Any, root: Path) -> Any:
     """A verifier judge's model folder (default: the train_verifier stage's output) resolved
     against the project root."""
-    if judge_cfg.method != "verifier":
+    if judge_cfg.method != "verifier" or judge_cfg.model == "shipped":
         return judge_cfg
     model = Path(judge_cfg.model or "data/train_verifier")
     return judge_cfg.model_copy(
