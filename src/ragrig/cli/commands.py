@@ -29,6 +29,7 @@ def _doc(module: str) -> str:
 
 
 def add_parsers(sub: Any) -> None:
+    add_train_verifier(sub)
     add_compare(sub)
     add_tune_first_stage(sub)
     add_ingest_fidelity(sub)
@@ -36,6 +37,19 @@ def add_parsers(sub: Any) -> None:
     add_remote(sub)
     add_warm(sub)
     add_prepare(sub)
+
+
+def add_train_verifier(sub: Any) -> None:
+    p = sub.add_parser(
+        "train-verifier",
+        help="train the claim verifier on the public claim-verification sets (resumable)",
+        description=_doc("ragrig.train_verifier.public"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from ragrig.train_verifier.public import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=_lazy("ragrig.train_verifier.public", "run_command"))
 
 
 def add_prepare(sub: Any) -> None:

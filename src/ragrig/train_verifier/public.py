@@ -403,8 +403,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> VerifierTraining:
+    from ragrig.core.errors import ConfigError
+    from ragrig.train_verifier.sources import SOURCES
+
     cfg = VerifierTraining()
     cfg.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = [s for s in cfg.sources if s not in SOURCES]
+    if unknown or not cfg.sources:
+        raise ConfigError(
+            f"--sources: unknown source(s) {unknown or '(none given)'}; known: {', '.join(SOURCES)}"
+        )
     for name in ("epochs", "learning_rate", "batch_size", "max_length", "seed", "max_per_source", "edit_rate", "checkpoint_every_s"):
         setattr(cfg, name, getattr(args, name))
     return cfg
@@ -431,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from ragrig.core.errors import ConfigError
+
     cfg = config_from_args(args)
     out = Path(args.out)
     stats: dict[str, Any] = {}
@@ -438,6 +448,8 @@ def run_command(args: argparse.Namespace) -> int:
         examples = Path(args.examples)
     else:
         root = Path(args.data_root) if args.data_root else default_data_root()
+        if not root.is_dir():
+            raise ConfigError(f"claim verification data not found: {root} (set --data-root)")
         t0 = time.perf_counter()
         examples, stats = build_examples(root, cfg, out)
         print(f"examples: {stats['count']:,} in {examples} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)

@@ -245,14 +245,15 @@ def _read_summedits(root: Path, name: str, cfg: Any) -> Iterator[Example]:
             )
 
 
-def _wice_window(sents: list[str], keep: list[int], budget: int) -> str:
-    """The sentences `keep` (in order), grown by their neighbours while under `budget` words."""
+def _wice_window(sents: list[str], keep: list[int], budget: int, exclude: frozenset[int] = frozenset()) -> str:
+    """The sentences `keep` (in order), grown by their neighbours not in `exclude` while under
+    `budget` words."""
     chosen = set(keep)
     words = sum(len(sents[i].split()) for i in chosen)
     for step in (1, 2):
         for i in sorted(keep):
             for j in (i - step, i + step):
-                if 0 <= j < len(sents) and j not in chosen:
+                if 0 <= j < len(sents) and j not in chosen and j not in exclude:
                     n = len(sents[j].split())
                     if words + n <= budget:
                         chosen.add(j)
@@ -283,7 +284,7 @@ def _read_wice(root: Path, name: str, cfg: Any) -> Iterator[Example]:
                 rest = [i for i in range(len(sents)) if i not in set(every)]
                 near = sorted(rest, key=lambda i: (min(abs(i - j) for j in first), i))[:4]
                 if near:
-                    text = _wice_window(sents, sorted(near), budget)
+                    text = _wice_window(sents, sorted(near), budget, frozenset(every))
                     yield Example(name, claim, claim, text, NOT_SUPPORTED, "removed_support")
         elif label == NOT_SUPPORTED:
             cw = _words(claim)
