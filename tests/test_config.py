@@ -213,9 +213,15 @@ def test_report_k_beyond_retrieve_depth_is_refused():
 
 
 def test_verifier_judge_needs_its_training_switched_on():
+    # by default judge=verifier reads the verifier that ships with ragrig: no training stage
+    shipped = validate_composition(compose(CONF, ["judge=verifier"]))
+    assert shipped["judge"].model == "shipped" and not shipped["train_verifier"].enabled
+    # the train_verifier stage's output (model: null) needs the stage switched on
     with pytest.raises(ConfigError, match=r"judge=verifier .* add train_verifier\.enabled=true"):
-        validate_composition(compose(CONF, ["judge=verifier"]))
-    ok = validate_composition(compose(CONF, ["judge=verifier", "train_verifier.enabled=true"]))
+        validate_composition(compose(CONF, ["judge=verifier", "judge.model=null"]))
+    ok = validate_composition(
+        compose(CONF, ["judge=verifier", "judge.model=null", "train_verifier.enabled=true"])
+    )
     assert ok["train_verifier"].enabled and ok["judge"].method == "verifier"
     # a model folder given directly needs no training stage
     given = validate_composition(compose(CONF, ["judge=verifier", "judge.model=/models/v"]))

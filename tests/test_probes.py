@@ -200,16 +200,17 @@ def test_bench_probes_on_the_fixtures(tmp_path):
     split = r["backends"]["overlap_configured"]["kinds"]["split_evidence"]
     assert (split["n"], split["supported"], split["supported_given_original_accepted"]) == (1, 1, 1)
     assert split["target"] == {"supported_given_original_accepted": 0.9}
-    # whole answers at the operating point, with the judge's veto (number, fabricated): a
-    # changed number decides where the soft score alone flags none; a negated sentence decides
-    # only with every hard check on, which also rejects one of the three unedited answers
+    # whole answers at the operating point, with the judge's veto (number, fabricated, and the
+    # findings the verifier confirms): a changed number decides where the soft score alone flags
+    # none; every hard check on also rejects one of the three unedited answers
     assert r["config"]["answer_probes"] == 11
     level = r["answer_level"]["overlap_configured"]
     assert level["threshold"] == pytest.approx(0.7467, abs=1e-4)
-    assert level["veto"] == ["number", "fabricated"]
+    assert level["veto"] == ["number", "fabricated", "contradicted"]
     kinds, soft, every = level["kinds"], level["soft_score_only"], level["every_check"]
     assert kinds["changed_number"]["flagged"] == 1.0 and soft["changed_number"]["flagged"] == 0.0
-    assert kinds["negation"]["flagged_given_original_accepted"] == 0.0
+    # the negation finding decides where the shipped verifier confirms it: 2 of the 3
+    assert kinds["negation"]["flagged_given_original_accepted"] == pytest.approx(2 / 3)
     assert every["negation"]["flagged_given_original_accepted"] == 1.0
     assert every["swapped_entity"]["flagged_given_original_accepted"] == 1.0
     assert (kinds["original"]["n"], kinds["original"]["accepted"]) == (3, 1.0)

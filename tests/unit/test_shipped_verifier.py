@@ -6,7 +6,6 @@ confirmed by it before they decide an answer."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 
 import pytest
 

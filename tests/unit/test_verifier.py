@@ -15,8 +15,9 @@ from ragrig.core.config import load_params
 from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.core.text import tokenize
 from ragrig.judge import judge_all
-from ragrig.judge.verifier import VerifierJudge, evidence_windows, preselect
+from ragrig.judge.verifier import VerifierJudge
 from ragrig.judge.verifier_model import Verifier
+from ragrig.judge.windows import evidence_windows, preselect
 from ragrig.train_verifier import data as D
 from ragrig.train_verifier.config import TrainVerifierConfig
 

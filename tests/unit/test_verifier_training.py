@@ -5,7 +5,6 @@ line). Trains only a tiny randomly initialised BERT on a few dozen pairs."""
 
 from __future__ import annotations
 
-import csv
 import gzip
 import hashlib
 import json
@@ -52,11 +51,27 @@ def cv_root(tmp_path: Path) -> Path:
     _write_jsonl(
         root / "generative_nli/snli/dev.jsonl",
         [
-            {"premise": "A man plays a guitar on stage.", "hypothesis": "A man plays music.", "label": "entailment"},
-            {"premise": "A man plays a guitar on stage.", "hypothesis": "A man sleeps.", "label": "contradiction"},
-            {"premise": "A dog runs in a park.", "hypothesis": "The dog is a puppy.", "label": "neutral"},
+            {
+                "premise": "A man plays a guitar on stage.",
+                "hypothesis": "A man plays music.",
+                "label": "entailment",
+            },
+            {
+                "premise": "A man plays a guitar on stage.",
+                "hypothesis": "A man sleeps.",
+                "label": "contradiction",
+            },
+            {
+                "premise": "A dog runs in a park.",
+                "hypothesis": "The dog is a puppy.",
+                "label": "neutral",
+            },
             # the same pair again: dropped as a duplicate
-            {"premise": "A dog runs in a park.", "hypothesis": "The dog is a puppy.", "label": "neutral"},
+            {
+                "premise": "A dog runs in a park.",
+                "hypothesis": "The dog is a puppy.",
+                "label": "neutral",
+            },
         ],
     )
     fever = root / "fever_nli"
@@ -78,9 +93,18 @@ def cv_root(tmp_path: Path) -> Path:
                 "claim_id": "7",
                 "claim": "Sea levels are rising.",
                 "evidences": [
-                    {"evidence": "Global sea level rose about 20 cm since 1900.", "evidence_label": "SUPPORTS"},
-                    {"evidence": "The ocean covers most of the planet.", "evidence_label": "NOT_ENOUGH_INFO"},
-                    {"evidence": "Many species live in the sea.", "evidence_label": "NOT_ENOUGH_INFO"},
+                    {
+                        "evidence": "Global sea level rose about 20 cm since 1900.",
+                        "evidence_label": "SUPPORTS",
+                    },
+                    {
+                        "evidence": "The ocean covers most of the planet.",
+                        "evidence_label": "NOT_ENOUGH_INFO",
+                    },
+                    {
+                        "evidence": "Many species live in the sea.",
+                        "evidence_label": "NOT_ENOUGH_INFO",
+                    },
                 ],
             }
         ],
@@ -90,8 +114,18 @@ def cv_root(tmp_path: Path) -> Path:
     _write_jsonl(
         root / "wice_dev/claim_dev.jsonl",
         [
-            {"label": "supported", "supporting_sentences": [[3]], "claim": "Farmers founded the town in 1820.", "evidence": sents},
-            {"label": "not_supported", "supporting_sentences": [], "claim": "The town has a castle.", "evidence": sents},
+            {
+                "label": "supported",
+                "supporting_sentences": [[3]],
+                "claim": "Farmers founded the town in 1820.",
+                "evidence": sents,
+            },
+            {
+                "label": "not_supported",
+                "supporting_sentences": [],
+                "claim": "The town has a castle.",
+                "evidence": sents,
+            },
         ],
     )
     return root
@@ -135,7 +169,9 @@ def test_rule_edits_of_supported_claims(cv_root):
     [
         (lambda r: (r / "wice_dev/claim_dev.jsonl").unlink(), "source 'wice': file not found"),
         (
-            lambda r: (r / "generative_nli/snli/dev.jsonl").write_text('{"premise": "a", "hypothesis": "b", "label": "maybe"}\n'),
+            lambda r: (r / "generative_nli/snli/dev.jsonl").write_text(
+                '{"premise": "a", "hypothesis": "b", "label": "maybe"}\n'
+            ),
             r"snli/dev.jsonl:1: unknown label 'maybe'",
         ),
         (
@@ -155,7 +191,9 @@ def test_bad_source_files_are_one_line_naming_file_and_line(cv_root, mutate, mes
 
 
 def test_unknown_source_is_refused(cv_root):
-    with pytest.raises(DataValidationError, match=r"unknown verifier training source\(s\) \['nope'\]"):
+    with pytest.raises(
+        DataValidationError, match=r"unknown verifier training source\(s\) \['nope'\]"
+    ):
         load_sources(cv_root, _cfg(sources=["nope"]))
 
 
@@ -192,7 +230,11 @@ def tiny_base(tmp_path_factory) -> Path:
         shutil.copy(packaged / name, out / name)
     torch.manual_seed(0)
     cfg = BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
     )
     BertModel(cfg).save_pretrained(out)
     return out
@@ -226,7 +268,9 @@ def _sha(path: Path) -> str:
 def test_a_killed_run_resumes_to_the_same_weights(tiny_base, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAGRIG_VERIFIER_BASE", str(tiny_base))
     examples = _examples(tmp_path / "examples.jsonl.gz")
-    cfg = P.VerifierTraining(epochs=2.0, batch_size=4, max_length=32, learning_rate=5e-3, checkpoint_every_s=1e9)
+    cfg = P.VerifierTraining(
+        epochs=2.0, batch_size=4, max_length=32, learning_rate=5e-3, checkpoint_every_s=1e9
+    )
     whole = P.train(examples, cfg, tmp_path / "whole", precision="fp32", threads=1)
     stopped = P.train(examples, cfg, tmp_path / "killed", precision="fp32", threads=1, stop_after=5)
     assert stopped == {"stopped_at": 5, "steps": 18}

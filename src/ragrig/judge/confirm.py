@@ -21,7 +21,9 @@ CONFIRMED = "contradicted"
 _VERIFIERS: dict[tuple, Any] = {}
 
 
-def shared_verifier(model: str, max_length: int, batch_size: int, threads: int, quantize: str) -> Any:
+def shared_verifier(
+    model: str, max_length: int, batch_size: int, threads: int, quantize: str
+) -> Any:
     """One loaded verifier per settings and process."""
     key = (str(model), max_length, batch_size, threads, quantize)
     if key not in _VERIFIERS:
@@ -52,7 +54,6 @@ class VerifierConfirm:
         self.windows_per_claim = windows_per_claim
         self.settings = (max_length, batch_size, threads, quantize)
         self._verifier = verifier
-        self._judge: Any = None
 
     @classmethod
     def from_config(cls, cfg: Any) -> VerifierConfirm:
@@ -70,19 +71,29 @@ class VerifierConfirm:
             resolve_precision(cfg.quantize, fp32="none"),
         )
 
-    def judge(self) -> Any:
-        """The verifier judge that reads the claims (built, and the model loaded, on first use)."""
-        if self._judge is None:
-            from ragrig.judge.verifier import VerifierJudge
+    def verifier(self) -> Any:
+        """The model (loaded on first use, shared by the process)."""
+        if self._verifier is None:
+            self._verifier = shared_verifier(self.model, *self.settings)
+        return self._verifier
 
-            verifier = self._verifier or shared_verifier(self.model, *self.settings)
-            self._judge = VerifierJudge(
-                window=self.window,
-                windows_per_claim=self.windows_per_claim,
-                entity_check=False,
-                verifier=verifier,
-            )
-        return self._judge
+    def readings(
+        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
+    ) -> list[tuple[float, str]]:
+        """Per claim: its max P(support) over its pre-selected windows (0 when no window shares
+        a word with it) and the window that gave it."""
+        from ragrig.judge.windows import evidence_windows, preselect
+
+        windows = evidence_windows(contexts, self.window)
+        pairs = [
+            (c, t) for c in claims for t in preselect(words[c], windows, self.windows_per_claim)
+        ]
+        read = dict(zip(pairs, self.verifier().readings(pairs), strict=True)) if pairs else {}
+        out = []
+        for c in claims:
+            best = max(((read[p][0], p[1]) for p in pairs if p[0] == c), default=(0.0, ""))
+            out.append(best)
+        return out
 
     def findings(
         self, cs: Any, contexts: list[str], hard: tuple[tuple[str, str, str], ...]
@@ -92,14 +103,20 @@ class VerifierConfirm:
         todo = list(dict.fromkeys(c for c, kind, _ in hard if kind in self.kinds))
         if not todo:
             return ()
-        readings = self.judge().claim_readings(todo, cs.words, contexts)
+        readings = self.readings(todo, cs.words, contexts)
         out = []
-        for claim, (ps, _, window, _) in zip(todo, readings, strict=True):
+        for claim, (ps, window) in zip(todo, readings, strict=True):
             if ps >= self.below:
                 continue
             kinds = "+".join(sorted({k for c, k, _ in hard if c == claim and k in self.kinds}))
-            where = f" against: {window[:200]}" if window else " (no context window shares its words)"
+            where = (
+                f" against: {window[:200]}" if window else " (no context window shares its words)"
+            )
             out.append(
-                (claim, CONFIRMED, f"{kinds} finding confirmed by the verifier: P(support) {ps:.3f}{where}")
+                (
+                    claim,
+                    CONFIRMED,
+                    f"{kinds} finding confirmed by the verifier: P(support) {ps:.3f}{where}",
+                )
             )
         return tuple(out)

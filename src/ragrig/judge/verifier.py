@@ -26,51 +26,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragrig.core.text import split_sentences, tokenize
+from ragrig.core.text import split_sentences
 from ragrig.judge import entities as ent
 from ragrig.judge.base import Verdict, unclaimed
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import answer_kind
+from ragrig.judge.windows import evidence_windows, preselect
 from ragrig.weights.precision import resolve_precision
 
 DEFAULT_MODEL = Path("data") / "train_verifier"
-
-
-def evidence_windows(contexts: list[str], window: int = 2) -> list[tuple[int, str, set[str]]]:
-    """(passage index, text, content words) of every run of 1..`window` adjacent sentences."""
-    out = []
-    for p, ctx in enumerate(contexts):
-        sents = split_sentences(ctx)
-        words = tokenize(sents) if sents else []
-        for i in range(len(sents)):
-            for j in range(i + 1, min(i + window, len(sents)) + 1):
-                out.append((p, " ".join(sents[i:j]), set().union(*map(set, words[i:j]))))
-    return out
-
-
-def preselect(
-    claim_words: set[str], windows: list[tuple[int, str, set[str]]], k: int = 3
-) -> list[str]:
-    """The `k` windows holding the largest share of `claim_words` (ties: fewer words first, then
-    order), plus the two best windows of different passages joined when that covers more; []
-    when no window shares a word with the claim."""
-    if not claim_words or not windows:
-        return []
-    scored = []
-    for n, (p, text, words) in enumerate(windows):
-        hit = len(claim_words & words)
-        if hit:
-            scored.append((-hit, len(words), n, p, text, words))
-    scored.sort()
-    top = [s[4] for s in scored[:k]]
-    if scored:
-        first = scored[0]
-        other = next((s for s in scored if s[3] != first[3]), None)
-        if other is not None and len(claim_words & (first[5] | other[5])) > -first[0]:
-            joined = f"{first[4]} {other[4]}"
-            if joined not in top:
-                top.append(joined)
-    return top
 
 
 class VerifierJudge:
@@ -133,11 +97,11 @@ class VerifierJudge:
         )
 
     def _read(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
-        """(P(support), P(contradict)) per pair; a verifier that gives only P(support) (a
-        stand-in) reads no contradiction."""
+        """(P(support), P(contradict)) per pair; P(contradict) is read only when
+        `contradict_threshold` is set (and the verifier gives it), else 0."""
         if not pairs:
             return []
-        if hasattr(self.verifier, "readings"):
+        if self.contradict_threshold is not None and hasattr(self.verifier, "readings"):
             return list(self.verifier.readings(pairs))
         return [(s, 0.0) for s in self.verifier.support(pairs)]
 
@@ -185,7 +149,6 @@ class VerifierJudge:
             if cs.claims:
                 skip = self.rejected(cs, contexts, self.hard_checks(cs, contexts))
                 pairs += self._pairs(cs.claims, cs.words, contexts, skip)[0]
-        pairs = list(dict.fromkeys(pairs))
         self._scored = dict(zip(pairs, self._read(pairs), strict=True))
         return len(pairs)
 

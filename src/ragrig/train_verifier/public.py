@@ -101,7 +101,9 @@ def build_examples(root: Path, cfg: VerifierTraining, out: Path) -> tuple[Path, 
         for rec in as_records(examples):
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
     os.replace(tmp, path)
-    stats.update({"fingerprint": fp, "count": len(examples), "seconds": round(time.perf_counter() - t0, 1)})
+    stats.update(
+        {"fingerprint": fp, "count": len(examples), "seconds": round(time.perf_counter() - t0, 1)}
+    )
     write_json(stats_path, stats)
     return path, stats
 
@@ -218,7 +220,9 @@ def predict(model: Any, enc: Encoded, device: str, precision: str, batch_size: i
     return out
 
 
-def validation_figures(rows: list[dict[str, str]], probs: Any, threshold: float = 0.5) -> dict[str, Any]:
+def validation_figures(
+    rows: list[dict[str, str]], probs: Any, threshold: float = 0.5
+) -> dict[str, Any]:
     """Per source (and per kind of example): n, balanced accuracy of SUPPORT vs not at
     P(SUPPORT) >= threshold, and on the three-way rows the accuracy of the arg-max label."""
     from collections import defaultdict
@@ -266,7 +270,12 @@ def export(model: Any, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     tmp = out / (WEIGHTS + ".tmp")
     save_file(tensors, str(tmp), metadata={"format": "pt", "labels": ",".join(LABELS)})
     os.replace(tmp, out / WEIGHTS)
-    meta = {**meta, "weights": WEIGHTS, "sha256": file_sha256(out / WEIGHTS), "bytes": (out / WEIGHTS).stat().st_size}
+    meta = {
+        **meta,
+        "weights": WEIGHTS,
+        "sha256": file_sha256(out / WEIGHTS),
+        "bytes": (out / WEIGHTS).stat().st_size,
+    }
     tmp_meta = out / (META + ".tmp")
     tmp_meta.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp_meta, out / META)
@@ -309,7 +318,9 @@ def train(
     tok = AutoTokenizer.from_pretrained(base)
     torch.manual_seed(cfg.seed)
     model = new_model(base).to(device)
-    enc = Encoded(tok, [r["claim"] for r in train_rows], [r["evidence"] for r in train_rows], cfg.max_length)
+    enc = Encoded(
+        tok, [r["claim"] for r in train_rows], [r["evidence"] for r in train_rows], cfg.max_length
+    )
     labels = torch.tensor([LABEL_IDS[r["label"]] for r in train_rows])
     settings = loop.LoopSettings(
         epochs=cfg.epochs,
@@ -325,7 +336,10 @@ def train(
     )
     data_digest = file_sha256(examples_path)
     fingerprint = hashlib.sha256(
-        json.dumps({"cfg": asdict(cfg), "data": data_digest, "device": device, "precision": precision}, sort_keys=True).encode()
+        json.dumps(
+            {"cfg": asdict(cfg), "data": data_digest, "device": device, "precision": precision},
+            sort_keys=True,
+        ).encode()
     ).hexdigest()
 
     def make_batch(idx: list[int]) -> tuple[dict[str, Any], Any]:
@@ -335,11 +349,15 @@ def train(
         inputs, y = batch
         return verifier_loss(m(**inputs).logits, y)
 
-    figures = loop.run(model, enc.lengths, make_batch, loss_fn, settings, out, fingerprint, "train-verifier")
+    figures = loop.run(
+        model, enc.lengths, make_batch, loss_fn, settings, out, fingerprint, "train-verifier"
+    )
     if "stopped_at" in figures:
         return figures
     t0 = time.perf_counter()
-    val_enc = Encoded(tok, [r["claim"] for r in val_rows], [r["evidence"] for r in val_rows], cfg.max_length)
+    val_enc = Encoded(
+        tok, [r["claim"] for r in val_rows], [r["evidence"] for r in val_rows], cfg.max_length
+    )
     probs = predict(model, val_enc, device, precision)
     validation = validation_figures(val_rows, probs)
     (out / VALIDATION).write_text(json.dumps(validation, indent=1) + "\n", encoding="utf-8")
@@ -387,16 +405,37 @@ def _cpu_name() -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = VerifierTraining()
-    p.add_argument("--data-root", default=None, help="the claim_verification folder (default: ../shared/datasets/claim_verification, or RAGRIG_DATA_ROOT/claim_verification)")
-    p.add_argument("--out", default=".ragrig/train-verifier", help="examples, checkpoints and the exported model")
+    p.add_argument(
+        "--data-root",
+        default=None,
+        help="the claim_verification folder (default: ../shared/datasets/claim_verification, or RAGRIG_DATA_ROOT/claim_verification)",
+    )
+    p.add_argument(
+        "--out",
+        default=".ragrig/train-verifier",
+        help="examples, checkpoints and the exported model",
+    )
     p.add_argument("--examples", default=None, help="a built examples.jsonl.gz: skip building")
     p.add_argument("--build-only", action="store_true", help="build the examples and stop")
-    p.add_argument("--sources", default=",".join(d.sources), help="comma-separated sources (leave one out to retrain without it)")
+    p.add_argument(
+        "--sources",
+        default=",".join(d.sources),
+        help="comma-separated sources (leave one out to retrain without it)",
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--stop-after", type=int, default=None, help="stop after N steps (resume later)")
-    for name in ("epochs", "learning_rate", "batch_size", "max_length", "seed", "max_per_source", "edit_rate", "checkpoint_every_s"):
+    for name in (
+        "epochs",
+        "learning_rate",
+        "batch_size",
+        "max_length",
+        "seed",
+        "max_per_source",
+        "edit_rate",
+        "checkpoint_every_s",
+    ):
         default = getattr(d, name)
         kind = type(default) if default is not None else int
         p.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
@@ -413,7 +452,16 @@ def config_from_args(args: argparse.Namespace) -> VerifierTraining:
         raise ConfigError(
             f"--sources: unknown source(s) {unknown or '(none given)'}; known: {', '.join(SOURCES)}"
         )
-    for name in ("epochs", "learning_rate", "batch_size", "max_length", "seed", "max_per_source", "edit_rate", "checkpoint_every_s"):
+    for name in (
+        "epochs",
+        "learning_rate",
+        "batch_size",
+        "max_length",
+        "seed",
+        "max_per_source",
+        "edit_rate",
+        "checkpoint_every_s",
+    ):
         setattr(cfg, name, getattr(args, name))
     return cfg
 
@@ -452,12 +500,20 @@ def run_command(args: argparse.Namespace) -> int:
             raise ConfigError(f"claim verification data not found: {root} (set --data-root)")
         t0 = time.perf_counter()
         examples, stats = build_examples(root, cfg, out)
-        print(f"examples: {stats['count']:,} in {examples} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+        print(
+            f"examples: {stats['count']:,} in {examples} ({time.perf_counter() - t0:.1f} s)",
+            file=sys.stderr,
+        )
     if args.build_only:
         return 0
-    meta = train(examples, cfg, out, args.device, args.precision, args.threads, args.stop_after, stats)
+    meta = train(
+        examples, cfg, out, args.device, args.precision, args.threads, args.stop_after, stats
+    )
     if "stopped_at" in meta:
-        print(f"stopped at step {meta['stopped_at']:,} of {meta['steps']:,}: run the same command to resume", file=sys.stderr)
+        print(
+            f"stopped at step {meta['stopped_at']:,} of {meta['steps']:,}: run the same command to resume",
+            file=sys.stderr,
+        )
         return 0
     print(format_validation(meta))
     return 0

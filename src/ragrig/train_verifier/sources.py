@@ -161,7 +161,10 @@ def _read_fever(root: Path, name: str, cfg: Any) -> Iterator[Example]:
                 where = f"{path}:{lineno}"
                 cells = line.rstrip("\n").split("\t")
                 if len(cells) != 3 or not cells[1].strip() or not cells[2].strip():
-                    raise _bad(where, f"needs 3 tab-separated cells label, evidence, claim, got {len(cells)}")
+                    raise _bad(
+                        where,
+                        f"needs 3 tab-separated cells label, evidence, claim, got {len(cells)}",
+                    )
                 claim = cells[2].strip()
                 yield Example(name, claim, claim, cells[1].strip(), _label(_NLI2, cells[0], where))
 
@@ -176,7 +179,11 @@ def _read_factcheck(root: Path, name: str, cfg: Any) -> Iterator[Example]:
     for where, rec in _jsonl(root / SOURCES[name].files[0]):
         claim = _field(rec, "claim", where)
         yield Example(
-            name, claim, claim, _field(rec, "evidence", where), _label(mapping, rec.get("stance"), where)
+            name,
+            claim,
+            claim,
+            _field(rec, "evidence", where),
+            _label(mapping, rec.get("stance"), where),
         )
 
 
@@ -186,7 +193,11 @@ def _read_healthver(root: Path, name: str, cfg: Any) -> Iterator[Example]:
         for where, row in _csv_rows(root / rel):
             claim = _field(row, "claim", where)
             yield Example(
-                name, claim, claim, _field(row, "evidence", where), _label(mapping, row.get("label"), where)
+                name,
+                claim,
+                claim,
+                _field(row, "evidence", where),
+                _label(mapping, row.get("label"), where),
             )
 
 
@@ -245,7 +256,9 @@ def _read_summedits(root: Path, name: str, cfg: Any) -> Iterator[Example]:
             )
 
 
-def _wice_window(sents: list[str], keep: list[int], budget: int, exclude: frozenset[int] = frozenset()) -> str:
+def _wice_window(
+    sents: list[str], keep: list[int], budget: int, exclude: frozenset[int] = frozenset()
+) -> str:
     """The sentences `keep` (in order), grown by their neighbours not in `exclude` while under
     `budget` words."""
     chosen = set(keep)
@@ -266,7 +279,11 @@ def _read_wice(root: Path, name: str, cfg: Any) -> Iterator[Example]:
     supported -> SUPPORT, partially_supported -> NOT_SUPPORTED; that window less every supporting
     sentence (``removed_support``) -> NOT_SUPPORTED; a not_supported claim against the window of
     the page sharing most of its words -> NOT_SUPPORTED."""
-    labels = {"supported": SUPPORT, "partially_supported": NOT_SUPPORTED, "not_supported": NOT_SUPPORTED}
+    labels = {
+        "supported": SUPPORT,
+        "partially_supported": NOT_SUPPORTED,
+        "not_supported": NOT_SUPPORTED,
+    }
     budget = cfg.max_evidence_words // 2
     for where, rec in _jsonl(root / SOURCES[name].files[0]):
         claim = _field(rec, "claim", where)
@@ -304,10 +321,26 @@ def _read_scifact(root: Path, name: str, cfg: Any) -> Iterator[Example]:
     claims, _ = D.drop_held_out(D.read_claims(claims_path), held_out_files(claims_path))
     pairs = D.build_pairs(claims, D.read_sentences(sentences_path), seed=cfg.seed)
     for p in pairs:
-        yield Example(name, p.claim_id, p.claim, p.evidence, p.label, p.kind if p.kind in _SCIFACT_DERIVED else "original")
+        yield Example(
+            name,
+            p.claim_id,
+            p.claim,
+            p.evidence,
+            p.label,
+            p.kind if p.kind in _SCIFACT_DERIVED else "original",
+        )
 
 
-_SCIFACT_DERIVED = {"negation", "changed_number", "reversed_relation", "removed_negation", "swapped_entity", "dropped_qualifier", "other_doc", "same_doc"}
+_SCIFACT_DERIVED = {
+    "negation",
+    "changed_number",
+    "reversed_relation",
+    "removed_negation",
+    "swapped_entity",
+    "dropped_qualifier",
+    "other_doc",
+    "same_doc",
+}
 SOURCES: dict[str, Source] = {
     s.name: s
     for s in (
@@ -316,7 +349,11 @@ SOURCES: dict[str, Source] = {
             "mnli", ("generative_nli/mnli/dev.jsonl",), "MultiNLI-research", False, _read_nli(_NLI3)
         ),
         Source(
-            "bizarro", ("generative_nli/bizarro/test.jsonl",), "no-licence-file", False, _read_nli(_NLI3)
+            "bizarro",
+            ("generative_nli/bizarro/test.jsonl",),
+            "no-licence-file",
+            False,
+            _read_nli(_NLI3),
         ),
         Source(
             "anli",
@@ -325,9 +362,19 @@ SOURCES: dict[str, Source] = {
             False,
             _read_anli,
         ),
-        Source("scitail", ("generative_nli/scitail/test.jsonl",), "Apache-2.0", True, _read_nli(_NLI2)),
-        Source("rte", ("generative_nli/rte/test.jsonl",), "no-licence-file", True, _read_nli(_NLI2)),
-        Source("fever_nli", ("fever_nli/dev.txt", "fever_nli/test.txt"), "BSD-3-Clause", True, _read_fever),
+        Source(
+            "scitail", ("generative_nli/scitail/test.jsonl",), "Apache-2.0", True, _read_nli(_NLI2)
+        ),
+        Source(
+            "rte", ("generative_nli/rte/test.jsonl",), "no-licence-file", True, _read_nli(_NLI2)
+        ),
+        Source(
+            "fever_nli",
+            ("fever_nli/dev.txt", "fever_nli/test.txt"),
+            "BSD-3-Clause",
+            True,
+            _read_fever,
+        ),
         Source(
             "factcheck_gpt",
             ("factcheck_gpt/subtask3_claim_evidence_stance.jsonl",),
@@ -343,14 +390,25 @@ SOURCES: dict[str, Source] = {
             _read_healthver,
         ),
         Source(
-            "climate_fever", ("climate_fever/climate-fever.jsonl",), "no-licence-file", False, _read_climate_fever
+            "climate_fever",
+            ("climate_fever/climate-fever.jsonl",),
+            "no-licence-file",
+            False,
+            _read_climate_fever,
         ),
         Source(
             "summedits",
             tuple(
                 f"summedits/summedits_{d}.json"
                 for d in (
-                    "ectsum", "news", "podcast", "qmsumm", "sales_call", "sales_email", "samsum", "scitldr",
+                    "ectsum",
+                    "news",
+                    "podcast",
+                    "qmsumm",
+                    "sales_call",
+                    "sales_email",
+                    "samsum",
+                    "scitldr",
                 )
             ),
             "Apache-2.0",
@@ -360,7 +418,10 @@ SOURCES: dict[str, Source] = {
         Source("wice", ("wice_dev/claim_dev.jsonl",), "ODC-BY+CC-BY-SA", True, _read_wice),
         Source(
             "scifact",
-            ("../scifact/original/claims_train.jsonl", "../scifact/original/scifact_hf_export_csv.zip"),
+            (
+                "../scifact/original/claims_train.jsonl",
+                "../scifact/original/scifact_hf_export_csv.zip",
+            ),
             "CC-BY-NC-2.0",
             False,
             _read_scifact,
@@ -412,7 +473,9 @@ def _hard_negatives(items: list[Example], rng: random.Random, cfg: Any) -> Itera
             cands = [c for c in cands if c.group != ex.group]
             if cands:
                 other = max(cands, key=lambda c: len(cw & _words(c.evidence)))
-                yield replace(ex, evidence=other.evidence, label=NOT_ADDRESSED, kind="other_evidence")
+                yield replace(
+                    ex, evidence=other.evidence, label=NOT_ADDRESSED, kind="other_evidence"
+                )
         if ex.label in (SUPPORT, CONTRADICT) and rng.random() < cfg.distractor_rate:
             other = items[rng.randrange(len(items))]
             if other.group != ex.group and other.evidence != ex.evidence:
@@ -457,13 +520,22 @@ def load_sources(root: Path, cfg: Any, stats: dict[str, Any] | None = None) -> l
         items = list(src.read(root, name, cfg))
         rng = random.Random(f"{cfg.seed}:{name}")
         if cfg.max_per_source is not None:
-            groups = sorted({e.group for e in items}, key=lambda g: hashlib.sha256(f"{cfg.seed}:{g}".encode()).hexdigest())
+            groups = sorted(
+                {e.group for e in items},
+                key=lambda g: hashlib.sha256(f"{cfg.seed}:{g}".encode()).hexdigest(),
+            )
             keep = set(groups[: cfg.max_per_source])
-            items = [e for e in items if e.group in keep] if len(items) > cfg.max_per_source else items
+            items = (
+                [e for e in items if e.group in keep] if len(items) > cfg.max_per_source else items
+            )
         if cfg.hard_negatives:
             items += list(_hard_negatives(items, rng, cfg))
         for ex in items:
-            split = VALIDATION if in_validation(cfg.seed, name, ex.group, cfg.validation_share) else TRAIN
+            split = (
+                VALIDATION
+                if in_validation(cfg.seed, name, ex.group, cfg.validation_share)
+                else TRAIN
+            )
             ex = replace(ex, split=split)
             k = _key(ex.claim, ex.evidence)
             if k in seen:
@@ -491,12 +563,18 @@ def summarise(examples: list[Example]) -> dict[str, dict[str, Any]]:
     """Per source: examples per split, per label and per kind."""
     out: dict[str, dict[str, Any]] = {}
     for e in examples:
-        s = out.setdefault(e.source, {"train": 0, "validation": 0, "labels": Counter(), "kinds": Counter()})
+        s = out.setdefault(
+            e.source, {"train": 0, "validation": 0, "labels": Counter(), "kinds": Counter()}
+        )
         s[e.split] += 1
         s["labels"][e.label] += 1
         s["kinds"][e.kind] += 1
     return {
-        k: {**v, "labels": dict(sorted(v["labels"].items())), "kinds": dict(sorted(v["kinds"].items()))}
+        k: {
+            **v,
+            "labels": dict(sorted(v["labels"].items())),
+            "kinds": dict(sorted(v["kinds"].items())),
+        }
         for k, v in out.items()
     }
 

@@ -56,7 +56,9 @@ class LoopSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def epoch_batches(lengths: Sequence[int], batch_size: int, seed: int, epoch: int, bucket: int) -> list[list[int]]:
+def epoch_batches(
+    lengths: Sequence[int], batch_size: int, seed: int, epoch: int, bucket: int
+) -> list[list[int]]:
     """The batches of one epoch: a seeded permutation, cut into runs of `bucket` batches, each
     run sorted by length (ties by position) and cut into batches, the batches shuffled."""
     import numpy as np
@@ -230,7 +232,9 @@ def run(
     elapsed_before = 0.0
     if state is None:
         # the expected time, from a few batches of the first epoch (gradients dropped)
-        probe = epoch_batches(lengths, settings.batch_size, settings.seed, 0, settings.bucket_batches)[:10]
+        probe = epoch_batches(
+            lengths, settings.batch_size, settings.seed, 0, settings.bucket_batches
+        )[:10]
         rate = probe_rate(model, make_batch, loss_fn, probe, settings)
         torch.manual_seed(settings.seed)
         examples = steps * settings.batch_size
@@ -281,7 +285,9 @@ def run(
         if epoch_cache is None or epoch_cache[0] != epoch:
             epoch_cache = (
                 epoch,
-                epoch_batches(lengths, settings.batch_size, settings.seed, epoch, settings.bucket_batches),
+                epoch_batches(
+                    lengths, settings.batch_size, settings.seed, epoch, settings.bucket_batches
+                ),
             )
         idx = epoch_cache[1][within]
         with _autocast(settings):
