@@ -18,6 +18,7 @@ BASE = [
     "dataset=tiny",
     "generate=extractive",
     "judge=verifier",
+    "judge.model=null",  # the train_verifier stage's output, not the shipped model
     "report.mlflow.enabled=false",
     "train_verifier.enabled=true",
     "train_verifier.max_pairs=16",
