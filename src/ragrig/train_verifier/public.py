@@ -403,6 +403,19 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
+# the VerifierTraining settings that are flags of `ragrig train-verifier` (--epochs, ...)
+_FLAGS = (
+    "epochs",
+    "learning_rate",
+    "batch_size",
+    "max_length",
+    "seed",
+    "max_per_source",
+    "edit_rate",
+    "checkpoint_every_s",
+)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = VerifierTraining()
     p.add_argument(
@@ -426,16 +439,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--stop-after", type=int, default=None, help="stop after N steps (resume later)")
-    for name in (
-        "epochs",
-        "learning_rate",
-        "batch_size",
-        "max_length",
-        "seed",
-        "max_per_source",
-        "edit_rate",
-        "checkpoint_every_s",
-    ):
+    for name in _FLAGS:
         default = getattr(d, name)
         kind = type(default) if default is not None else int
         p.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
@@ -452,16 +456,7 @@ def config_from_args(args: argparse.Namespace) -> VerifierTraining:
         raise ConfigError(
             f"--sources: unknown source(s) {unknown or '(none given)'}; known: {', '.join(SOURCES)}"
         )
-    for name in (
-        "epochs",
-        "learning_rate",
-        "batch_size",
-        "max_length",
-        "seed",
-        "max_per_source",
-        "edit_rate",
-        "checkpoint_every_s",
-    ):
+    for name in _FLAGS:
         setattr(cfg, name, getattr(args, name))
     return cfg
 
