@@ -82,18 +82,11 @@ class VerifierConfirm:
     ) -> list[tuple[float, str]]:
         """Per claim: its max P(support) over its pre-selected windows (0 when no window shares
         a word with it) and the window that gave it."""
-        from ragrig.judge.windows import evidence_windows, preselect
+        from ragrig.judge.windows import best_per_claim, claim_pairs
 
-        windows = evidence_windows(contexts, self.window)
-        pairs = [
-            (c, t) for c in claims for t in preselect(words[c], windows, self.windows_per_claim)
-        ]
+        pairs, owner = claim_pairs(claims, words, contexts, self.window, self.windows_per_claim)
         read = dict(zip(pairs, self.verifier().readings(pairs), strict=True)) if pairs else {}
-        out = []
-        for c in claims:
-            best = max(((read[p][0], p[1]) for p in pairs if p[0] == c), default=(0.0, ""))
-            out.append(best)
-        return out
+        return [(s, w) for s, _, w, _ in best_per_claim(len(claims), pairs, owner, read)]
 
     def findings(
         self, cs: Any, contexts: list[str], hard: tuple[tuple[str, str, str], ...]

@@ -31,7 +31,7 @@ from ragrig.judge import entities as ent
 from ragrig.judge.base import Verdict, unclaimed
 from ragrig.judge.overlap import OverlapJudge
 from ragrig.judge.refusal import answer_kind
-from ragrig.judge.windows import evidence_windows, preselect
+from ragrig.judge.windows import best_per_claim, claim_pairs
 from ragrig.weights.precision import resolve_precision
 
 DEFAULT_MODEL = Path("data") / "train_verifier"
@@ -128,16 +128,7 @@ class VerifierJudge:
     ) -> tuple[list[tuple[str, str]], list[int]]:
         """The (claim, window) pairs the verifier reads for these claims (none for a claim in
         `skip`), with each pair's claim index."""
-        windows = evidence_windows(contexts, self.window)
-        pairs: list[tuple[str, str]] = []
-        owner: list[int] = []
-        for i, c in enumerate(claims):
-            if c in skip:
-                continue
-            for text in preselect(words[c], windows, self.k):
-                pairs.append((c, text))
-                owner.append(i)
-        return pairs, owner
+        return claim_pairs(claims, words, contexts, self.window, self.k, skip)
 
     def prefetch(self, items: list[tuple[str, str, list[str]]]) -> int:
         """Score the pairs of every (question, answer, contexts) in one run (length-sorted
@@ -174,17 +165,8 @@ class VerifierJudge:
         came from ("" when the claim has none)."""
         pairs, owner = self._pairs(claims, words, contexts, skip)
         missing = list(dict.fromkeys(pair for pair in pairs if pair not in self._scored))
-        fresh = dict(zip(missing, self._read(missing), strict=True))
-        out = [(0.0, 0.0, "", "") for _ in claims]
-        for i, pair in zip(owner, pairs, strict=True):
-            ps, pc = self._scored[pair] if pair in self._scored else fresh[pair]
-            s, c, es, ec = out[i]
-            if ps > s or not es:
-                s, es = max(s, ps), pair[1] if ps >= s else es
-            if pc > c or not ec:
-                c, ec = max(c, pc), pair[1] if pc >= c else ec
-            out[i] = (s, c, es, ec)
-        return out
+        read = {**dict(zip(missing, self._read(missing), strict=True)), **self._scored}
+        return best_per_claim(len(claims), pairs, owner, read)
 
     def judge(
         self, question: str, answer: str, contexts: list[str], reference: str | None = None

