@@ -525,9 +525,7 @@ def load_sources(root: Path, cfg: Any, stats: dict[str, Any] | None = None) -> l
                 key=lambda g: hashlib.sha256(f"{cfg.seed}:{g}".encode()).hexdigest(),
             )
             keep = set(groups[: cfg.max_per_source])
-            items = (
-                [e for e in items if e.group in keep] if len(items) > cfg.max_per_source else items
-            )
+            items = [e for e in items if e.group in keep]
         if cfg.hard_negatives:
             items += list(_hard_negatives(items, rng, cfg))
         for ex in items:
