@@ -320,7 +320,13 @@ def train(
     data_digest = sha256_file(examples_path)
     fingerprint = hashlib.sha256(
         json.dumps(
-            {"cfg": asdict(cfg), "data": data_digest, "device": device, "precision": precision},
+            {
+                # how often it checkpoints does not change the run: a resume may choose another
+                "cfg": {k: v for k, v in asdict(cfg).items() if k != "checkpoint_every_s"},
+                "data": data_digest,
+                "device": device,
+                "precision": precision,
+            },
             sort_keys=True,
         ).encode()
     ).hexdigest()

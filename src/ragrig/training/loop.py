@@ -238,7 +238,7 @@ def run(
     history: list[float] = []
     elapsed_before = 0.0
     if state is None:
-        # the expected time, from a few batches of the first epoch (gradients dropped)
+        # the expected time, from a few batches of the first epoch (the weights do not move)
         probe = epoch_batches(
             lengths, settings.batch_size, settings.seed, 0, settings.bucket_batches
         )[:6]
@@ -261,8 +261,9 @@ def run(
         elapsed_before = state.get("seconds", 0.0)
         say(f"{name}: resumed from {ckpt_path} at step {start:,} of {steps:,}")
 
+    trainable = {k for k, p in model.named_parameters() if p.requires_grad}
+
     def checkpoint(step: int, seconds: float) -> None:
-        trainable = {k for k, p in model.named_parameters() if p.requires_grad}
         save_checkpoint(
             ckpt_path,
             {
