@@ -64,7 +64,7 @@ def test_labels_rerun_the_report_only_and_the_gate_reads_the_interval(tmp_path, 
     assert "faithfulness with 6 labels: " in gate.stdout
     if axis["status"] == "below_floor":  # a 95% interval over six labels is wide
         assert gate.returncode == 1
-        assert f"{ppi['ci_low']:.4f} < 0.85, the PPI lower bound; the judge's mean" in gate.stderr
+        assert f"{ppi['ci_low']:.4f} < 0.85, the PPI lower bound; the mean" in gate.stderr
     # every answer is a trace of the report's MLflow run, with the judge's decision as
     # feedback; a person's feedback on two of them (what the UI stores when one is added
     # there) comes back as a labels file of this run

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ragrig.cli import app as cli
-from ragrig.metrics.scorecard import evaluate
+from ragrig.metrics.scorecard import FloorRule, evaluate, floor_readings
 from ragrig.tools.gate import GateConfig, exit_code, run_checks
 
 FLOORS = {
@@ -26,7 +26,9 @@ def _run(folder, axes, ndcg, filters=None):
     """A reports folder: metrics.json and run/per_query.parquet. `axes`: axis -> the same value
     for every query (so every bootstrap interval is that value, exactly)."""
     qids = [f"q{i}" for i in range(6)]
-    card = evaluate(axes, WEIGHTS, FLOORS, {a: len(qids) for a in axes})
+    rule = FloorRule()  # as the report decides: each floor on its bootstrap lower bound
+    gates = floor_readings({a: [v] * len(qids) for a, v in axes.items()}, rule)
+    card = evaluate(axes, WEIGHTS, FLOORS, {a: len(qids) for a in axes}, gates, rule.describe())
     metrics = {
         "scorecard": card.to_dict(),
         "latency_ms": {"total": {"p50": 800.0, "p95": 1500.0, "p99": 2100.0}},
@@ -127,6 +129,53 @@ def test_gate_command_prints_one_line_per_check_writes_junit_and_names_the_failu
     assert isinstance(cases["filter false exclusion"].result[0], Skipped)
     assert cases["floor faithfulness"].is_passed
     assert cases["floor faithfulness"].classname == "ragrig.gate.floor"
+    assert {p.name: p.value for p in suite.properties()} == {"floor_rule": FloorRule().describe()}
+    assert f"  {FloorRule().describe()}" in lines  # the console names the rule too
+
+
+def test_the_gate_reads_the_floor_as_the_report_decided_it(tmp_path, capsys):
+    """A mean above the hard floor whose interval reaches below it: the report's scorecard fails
+    it on the lower bound, and the gate reports that same number and verdict, not its own."""
+    from ragrig.metrics.bootstrap import bootstrap_interval
+
+    faith = [1.0] * 6 + [0.0] + [1.0] * 6 + [0.0] + [1.0] * 6  # mean 0.90
+    per_answer = {"faithfulness": faith, "relevance": [0.9] * 20, "correctness": [0.8] * 20}
+    rule = FloorRule(resamples=1000, level=0.95, seed=7)
+    gates = floor_readings(per_answer, rule)
+    low = float(bootstrap_interval(faith, seed=7, resamples=1000, level=0.95)[0])
+    assert gates["faithfulness"] == (low, "bootstrap lower bound, n=20")
+    assert low == 0.75  # 2 unfaithful of 20: the 2.5th percentile of 1000 resampled means
+    means = {a: sum(v) / len(v) for a, v in per_answer.items()}
+    card = evaluate(means, WEIGHTS, FLOORS, {a: 20 for a in means}, gates, rule.describe())
+    est = evaluate(means, WEIGHTS, FLOORS, {a: 20 for a in means})
+    assert (card.gate, est.gate) == ("fail_hard", "pass")
+    # the estimate rule tests the mean itself: no gate value recorded
+    assert floor_readings(per_answer, FloorRule("estimate")) == {}
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "metrics.json").write_text(json.dumps({"scorecard": card.to_dict()}))
+    _, checks = run_checks(folder / "metrics.json", GateConfig())
+    floor = next(c for c in checks if c.name == "floor faithfulness")
+    assert (floor.value, floor.reads, floor.estimate) == (0.75, "bootstrap lower bound, n=20", 0.9)
+    assert floor.verdict == "FAIL"
+
+
+def test_a_report_that_recorded_no_floor_rule_is_refused(tmp_path, capsys):
+    section = evaluate({"faithfulness": 0.9}, WEIGHTS, FLOORS).to_dict()
+    del section["rule"]
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"scorecard": section}))
+    assert cli.main(["gate", "--metrics", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "records no floor rule (written by an older report); rerun the report "
+        "stage (dvc repro report)"
+    )
+    gate_yaml = _config(tmp_path, floors_on="estimate")
+    assert cli.main(["gate", "--metrics", str(path), "--config", str(gate_yaml)]) == 2
+    assert "floors_on is the report's setting (report.scorecard.floors_on)" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_bad_gate_config_or_baseline_is_one_line_and_exit_2(tmp_path, capsys):

@@ -53,7 +53,8 @@ def test_run_page_shows_the_values_it_was_given_with_intervals():
     # the scorecard: gate, failed axes, the faithfulness interval drawn from its 4 answers
     assert 'id="gate">fail_hard</span> (faithfulness, correctness)' in page
     faith_ci = fmt_interval(bootstrap_ci(PER_QUERY["axis/faithfulness"], SEED))
-    assert f"<td>0.7500</td><td>{faith_ci}</td><td>0.8500</td><td>hard</td><td>4</td>" in page
+    # value, its interval, the number the floor tested (here the value: no rule given), floor
+    assert f"<td>0.7500</td><td>{faith_ci}</td><td>0.7500</td><td>0.8500</td><td>hard</td>" in page
     # slices with counts; the SUPPORT value's interval from its three queries only
     support_ci = fmt_interval(bootstrap_ci([1.0, 0.5, 0.25], SEED))
     assert (
@@ -226,3 +227,24 @@ def test_run_page_shows_the_labelled_faithful_share_with_its_own_interval():
     assert card_value(page, "faithful_share_ppi") == "0.8123"
     assert card_ci(page, "faithful_share_ppi") == "95% CI [0.7561, 0.8685]"
     assert "faithful share, 100 labels (PPI)" in page
+
+
+def test_the_scorecard_shows_the_number_each_floor_tested_and_the_rule():
+    from ragrig.metrics.scorecard import FloorRule, evaluate
+    from ragrig.report.html import _scorecard_html
+
+    rule = FloorRule(seed=SEED)
+    gates = {"faithfulness": (0.75, "bootstrap lower bound, n=20")}
+    card = evaluate(
+        {"faithfulness": 0.9, "relevance": 0.8, "correctness": 0.8},
+        {"faithfulness": 0.5, "relevance": 0.25, "correctness": 0.25},
+        {a: {"min": 0.7, "kind": "soft"} for a in ("relevance", "correctness")}
+        | {"faithfulness": {"min": 0.85, "kind": "hard"}},
+        {"faithfulness": 20, "relevance": 20, "correctness": 20},
+        gates,
+        rule.describe(),
+    ).to_dict()
+    html = "".join(_scorecard_html(card, None, SEED))
+    assert "<td>0.7500 (bootstrap lower bound, n=20)</td><td>0.8500</td><td>hard</td>" in html
+    assert f'<p id="floor-rule">{rule.describe()}</p>' in html.replace("&#x27;", "'")
+    assert 'id="gate">fail_hard</span> (faithfulness)' in html

@@ -617,9 +617,10 @@ def test_gate_command_exit_codes(tmp_path):
     assert ok.returncode == 0, ok.stderr
     assert "gate: pass" in ok.stdout and "ragrig gate: pass" in ok.stdout
     lines = ok.stdout.splitlines()
-    assert lines[1].split()[:4] == ["faithfulness", "0.9500", "0.85", "hard"]
-    assert lines[2].split()[:4] == ["relevance", "0.9000", "0.75", "soft"]
-    assert lines[3].split()[:4] == ["correctness", "0.8000", "0.70", "soft"]
+    # value, the number the floor tested (here the value: no rule recorded), floor, kind
+    assert lines[1].split()[:5] == ["faithfulness", "0.9500", "0.9500", "0.85", "hard"]
+    assert lines[2].split()[:5] == ["relevance", "0.9000", "0.9000", "0.75", "soft"]
+    assert lines[3].split()[:5] == ["correctness", "0.8000", "0.8000", "0.70", "soft"]
     assert lines[4].split()[:2] == ["weighted", "0.9000"]
 
     soft = _gate(tmp_path, _metrics(1.0, 0.9, 0.6))

@@ -125,14 +125,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
     for c in checks:
         print(c.line())
     if args.junit:
-        write_junit(checks, Path(args.junit))
+        write_junit(checks, Path(args.junit), card.rule)
         print(f"ragrig gate: JUnit results in {args.junit}")
     code = exit_code(checks)
     for c in checks:
         if c.kind == "floor" and c.verdict in (FAIL, WARN, UNMEASURED):
             what = "not measured" if c.value is None else f"{c.value:.4f} < {c.bound[3:]}"
             if c.value is not None and not c.reads.startswith("estimate"):
-                what += f", the {c.reads}; the judge's mean {c.estimate:.4f}"
+                what += f", the {c.reads}; the mean {c.estimate:.4f}"
             level = "FAIL: hard" if c.hard else "warning: soft"
             print(f"ragrig gate: {level} floor {c.name[6:]} ({what})", file=sys.stderr)
         elif c.failed:

@@ -13,14 +13,22 @@ say so.
 
 The same rules give the verdict of one query (its own axis values) and of one slice (its mean
 axis values).
+
+**What a floor is tested on** is decided once, by `floor_readings` under a `FloorRule`, for the
+report (the whole run and each slice) and for `ragrig gate`, which re-reads the report's
+recorded decision: `lower_bound` tests each axis's floor on the lower bound of its seeded
+percentile-bootstrap interval over the answers it averages (with people's labels, faithfulness
+on the prediction-powered bound instead), `estimate` on the axis's mean. One answer has no
+interval: its floor reads the value, and the reading says so. The scorecard records the rule in
+words (`rule`), which the console, the HTML page and the gate's JUnit file print.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 AXES = ("faithfulness", "relevance", "correctness")
 HARD, SOFT = "hard", "soft"
@@ -140,6 +148,75 @@ class Axis:
         return out
 
 
+FLOORS_ON = ("lower_bound", "estimate")
+
+
+@dataclass(frozen=True)
+class FloorRule:
+    """What every floor is tested on: `on` lower_bound (the interval's lower bound, drawn by
+    ragrig.metrics.bootstrap with `resamples`, `level`, `seed`) or estimate (the mean)."""
+
+    on: Literal["lower_bound", "estimate"] = "lower_bound"
+    resamples: int = 1000
+    level: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.on not in FLOORS_ON:
+            raise ValueError(f"floors_on must be one of {list(FLOORS_ON)}, got {self.on!r}")
+        if self.resamples < 1 or not 0.0 < self.level < 1.0:
+            raise ValueError(
+                f"floor rule needs resamples >= 1 and 0 < level < 1, got "
+                f"{self.resamples}, {self.level}"
+            )
+
+    def describe(self, labelled: str | None = None) -> str:
+        """The rule in words, as the console, HTML page and JUnit file print it."""
+        if self.on == "estimate":
+            text = "floors tested on each axis's estimate (its mean)"
+        else:
+            text = (
+                f"floors tested on the lower bound of each axis's {self.level:.0%} bootstrap "
+                f"interval ({self.resamples} resamples, seed {self.seed}; one answer: its value)"
+            )
+        return text + (f"; faithfulness on the {labelled} of people's labels" if labelled else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"on": self.on, "resamples": self.resamples, "level": self.level, "seed": self.seed}
+
+
+def floor_readings(
+    per_answer: Mapping[str, Sequence[float]],
+    rule: FloorRule,
+    labelled: Mapping[str, tuple[float, str]] | None = None,
+) -> dict[str, tuple[float, str]]:
+    """axis -> (the number its floor is tested on, what that number is), for `evaluate`'s
+    `gates`. `per_answer[axis]` holds the values the axis averages (missing answers left out);
+    `labelled[axis]` (people's labels: the PPI bound or estimate) wins over the rule."""
+    from ragrig.metrics.bootstrap import bootstrap_interval
+
+    out: dict[str, tuple[float, str]] = {}
+    for name in AXES:
+        if labelled and name in labelled:
+            out[name] = labelled[name]
+            continue
+        values = [float(v) for v in per_answer.get(name, ()) if _is_value(v)]
+        if not values:
+            continue
+        if rule.on == "estimate":
+            continue  # the floor reads the axis's value itself
+        if len(values) == 1:
+            out[name] = (values[0], "estimate: one answer, no interval")
+        elif min(values) == max(values):  # every resample's mean is that value, unrounded
+            out[name] = (values[0], f"bootstrap lower bound, n={len(values)}")
+        else:
+            low, _ = bootstrap_interval(
+                values, seed=rule.seed, resamples=rule.resamples, level=rule.level
+            )
+            out[name] = (float(low), f"bootstrap lower bound, n={len(values)}")
+    return out
+
+
 @dataclass(frozen=True)
 class Scorecard:
     axes: dict[str, Axis]
@@ -151,9 +228,11 @@ class Scorecard:
     diagnosis_code: str
     diagnosis: str
     notes: list[str] = field(default_factory=list)
+    rule: str = ""  # what the floors were tested on, in words (FloorRule.describe)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "weights": dict(self.weights),
             "floors": {a.name: {"min": a.floor, "kind": a.kind} for a in self.axes.values()},
             "axes": {name: a.to_dict() for name, a in self.axes.items()},
@@ -219,12 +298,14 @@ def evaluate(
     floors: Mapping[str, Mapping[str, Any]],
     counts: Mapping[str, int] | None = None,
     gates: Mapping[str, tuple[float, str]] | None = None,
+    rule: str = "",
 ) -> Scorecard:
     """The scorecard of one set of axis values (the whole run, one slice or one query).
 
     `values[axis]` is the axis's mean, or None (or absent) when not measured; `counts[axis]` how
     many answers it averages; `gates[axis]` = (number, what it is) tests that axis's floor on
-    another number than its value (the weighted score still reads the value)."""
+    another number than its value (the weighted score still reads the value; `floor_readings`
+    gives them); `rule` says in words what the floors were tested on."""
     check_config(weights, floors)
     counts = counts or {}
     gates = gates or {}
@@ -276,6 +357,7 @@ def evaluate(
         diagnosis_code=code,
         diagnosis=text,
         notes=notes,
+        rule=rule,
     )
 
 
@@ -315,4 +397,4 @@ def from_dict(section: Mapping[str, Any]) -> Scorecard:
         counts[name] = int(entry.get("n", 0) or 0)
         if entry.get("gate_value") is not None:
             gates[name] = (entry["gate_value"], str(entry.get("gate_reads") or "gate value"))
-    return evaluate(values, weights, floors, counts, gates)
+    return evaluate(values, weights, floors, counts, gates, str(section.get("rule") or ""))

@@ -193,6 +193,13 @@ class ScorecardConfig(Section):
         "calibrated threshold; the axis is then the share judged faithful) or the soft score "
         "(the composite; the axis is then its mean). Both are reported either way.",
     )
+    floors_on: Literal["lower_bound", "estimate"] = Field(
+        "lower_bound",
+        description="what every floor is tested on, for the report and `ragrig gate` alike: "
+        "the lower bound of the axis's seeded bootstrap interval over its answers "
+        "(report.bootstrap_resamples, report.interval_level, runtime.seed), or the estimate "
+        "(the axis's mean). With people's labels, faithfulness reads labels.floor_on",
+    )
     labels: LabelsConfig = LabelsConfig()
     correctness_surrogate_weights: dict[str, Weight] = Field(
         default_factory=lambda: {

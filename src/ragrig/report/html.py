@@ -308,6 +308,8 @@ def _scorecard_html(card: Mapping[str, Any], per_query: Any, seed: int) -> list[
                 esc(a),
                 fmt_score(ax.get("value")),
                 fmt_interval(ci),
+                fmt_score(ax.get("gate_value", ax.get("value")))
+                + (f" ({esc(ax['gate_reads'])})" if ax.get("gate_reads") else ""),
                 fmt_score(ax.get("floor")),
                 esc(ax.get("kind", "")),
                 esc(ax.get("n", "")),
@@ -323,6 +325,7 @@ def _scorecard_html(card: Mapping[str, Any], per_query: Any, seed: int) -> list[
             "",
             "",
             "",
+            "",
             esc(", ".join(f"{a} {weights[a]:.2f}" for a in AXES if a in weights)),
         ]
     )
@@ -332,8 +335,10 @@ def _scorecard_html(card: Mapping[str, Any], per_query: Any, seed: int) -> list[
         f'<p>gate <span class="gate {esc(gate)}" id="gate">{esc(gate)}</span>'
         + (f" ({esc(', '.join(failed))})" if failed else "")
         + f'</p><p id="diagnosis">diagnosis: {esc(card.get("diagnosis", ""))}</p>',
-        table(["axis", "value", "95% CI", "floor", "kind", "n", "result"], rows),
+        table(["axis", "value", "95% CI", "tested", "floor", "kind", "n", "result"], rows),
     ]
+    if card.get("rule"):
+        out.append(f'<p id="floor-rule">{esc(card["rule"])}</p>')
     counts = card.get("diagnosis_counts")
     if counts:
         out.append(

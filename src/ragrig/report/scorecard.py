@@ -32,7 +32,14 @@ from ragrig.metrics import correctness as corr
 from ragrig.metrics import relevance as rel
 from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
-from ragrig.metrics.scorecard import AXES, DIAGNOSES, combine, evaluate
+from ragrig.metrics.scorecard import (
+    AXES,
+    DIAGNOSES,
+    FloorRule,
+    combine,
+    evaluate,
+    floor_readings,
+)
 
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
@@ -375,6 +382,24 @@ def labelled_faithfulness(
     return out
 
 
+def per_answer_axes(long: pd.DataFrame, qids: Any = None) -> dict[str, list[float]]:
+    """axis -> the per-answer values it averages (`axis/<name>` rows of the long table, in qid
+    order), over `qids` when given (one slice value's queries)."""
+    rows = long[long["measure"].str.startswith("axis/")]
+    if qids is not None:
+        rows = rows[rows["qid"].isin(qids)]
+    rows = rows.sort_values(["measure", "qid"], kind="mergesort")
+    return {
+        a: rows.loc[rows["measure"] == f"axis/{a}", "value"].astype(float).tolist() for a in AXES
+    }
+
+
+def floor_rule(cfg: Any, seed: int, resamples: int, level: float) -> FloorRule:
+    """The scorecard's floor rule from report.scorecard.floors_on and the report's bootstrap
+    settings (report.bootstrap_resamples, report.interval_level, runtime.seed)."""
+    return FloorRule(cfg.floors_on, max(int(resamples), 1), float(level), int(seed))
+
+
 def scorecard_section(
     agg: pd.DataFrame,
     tables: ScorecardTables,
@@ -382,13 +407,16 @@ def scorecard_section(
     labels: Mapping[str, Mapping[str, Any]] | None = None,
     labels_file: str | None = None,
     alpha: float = 0.05,
+    rule: FloorRule | None = None,
 ) -> dict[str, Any]:
-    """metrics.json `scorecard`: the whole run's axes, weighted score, gate and diagnosis.
-    With labels, the faithful share's prediction-powered estimate and interval beside the
-    judge's mean, and the hard floor tested where `cfg.labels.floor_on` says."""
+    """metrics.json `scorecard`: the whole run's axes, weighted score, gate and diagnosis, each
+    floor tested as `rule` says (ragrig.metrics.scorecard.floor_readings). With labels, the
+    faithful share's prediction-powered estimate and interval beside the judge's mean, and the
+    hard floor tested where `cfg.labels.floor_on` says."""
+    rule = rule or FloorRule(cfg.floors_on)
     values, counts = _axis_means(agg, ALL, ALL)
     ppi = None
-    gates = {}
+    gates: dict[str, tuple[float, str]] = {}
     if labels:
         try:
             ppi = labelled_faithfulness(tables.long, labels, alpha)
@@ -400,8 +428,11 @@ def scorecard_section(
             gates["faithfulness"] = (ppi["ci_low"], "PPI lower bound")
         elif cfg.labels.floor_on == "estimate":
             gates["faithfulness"] = (ppi["estimate"], "PPI estimate")
-    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts, gates)
+    labelled = gates["faithfulness"][1] if gates else None
+    gates = floor_readings(per_answer_axes(tables.long), rule, gates)
+    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts, gates, rule.describe(labelled))
     out = card.to_dict()
+    out["floors_on"] = rule.to_dict()
     out["notes"] = [*tables.notes, *out["notes"]]
     out["relevance"] = {
         **_part_means(agg, "relevance/"),
@@ -422,11 +453,21 @@ def scorecard_section(
     return out
 
 
-def slice_scorecard(agg: pd.DataFrame, slice_name: str, value: str, cfg: Any) -> dict[str, Any]:
+def slice_scorecard(
+    agg: pd.DataFrame,
+    slice_name: str,
+    value: str,
+    cfg: Any,
+    per_answer: Mapping[str, list[float]] | None = None,
+    rule: FloorRule | None = None,
+) -> dict[str, Any]:
     """The `scorecard/...` entries of one slice value: axis means and counts, weighted score,
-    gate and diagnosis code (an axis with nothing measured in the slice is absent, n 0)."""
+    gate and diagnosis code (an axis with nothing measured in the slice is absent, n 0); the
+    floors tested as `rule` says on the slice's `per_answer` axis values."""
     values, counts = _axis_means(agg, slice_name, value)
-    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts)
+    rule = rule or FloorRule(cfg.floors_on)
+    gates = floor_readings(per_answer or {}, rule)
+    card = evaluate(values, cfg.weights, cfg.floors_dict(), counts, gates, rule.describe())
     entry: dict[str, Any] = {}
     for a in AXES:
         if values[a] is not None:
@@ -445,21 +486,26 @@ def _num(v: Any) -> str:
 
 def format_scorecard(section: Mapping[str, Any]) -> list[str]:
     """Console lines: the three rows, the weighted score, the gate and the diagnosis."""
-    lines = [f"scorecard        {'value':>8}  {'floor':>6}  {'kind':<5} {'n':>5}  result"]
+    lines = [
+        f"scorecard        {'value':>8}  {'tested':>8}  {'floor':>6}  {'kind':<5} {'n':>5}  result"
+    ]
     for a in AXES:
         ax = section["axes"][a]
         result = {"pass": "pass", "below_floor": "FAIL", "not_measured": "NOT MEASURED"}[
             ax["status"]
         ]
+        tested = ax.get("gate_value", ax["value"])
         lines.append(
-            f"  {a:<14} {_num(ax['value']):>8}  {ax['floor']:>6.2f}  {ax['kind']:<5} "
-            f"{ax['n']:>5}  {result}"
+            f"  {a:<14} {_num(ax['value']):>8}  {_num(tested):>8}  {ax['floor']:>6.2f}  "
+            f"{ax['kind']:<5} {ax['n']:>5}  {result}"
         )
     w = section.get("weighted")
     weights = ", ".join(f"{a} {section['weights'][a]:.2f}" for a in AXES)
     lines.append(f"  weighted       {_num(w):>8}  ({weights})")
     failed = section.get("failed", [])
     lines.append(f"  gate: {section['gate']}" + (f" ({', '.join(failed)})" if failed else ""))
+    if section.get("rule"):
+        lines.append(f"  {section['rule']}")
     lines.append(f"  diagnosis: {section['diagnosis']}")
     faith = section.get("faithfulness") or {}
     if "judged_faithful" in faith:

@@ -29,6 +29,8 @@ from ragrig.report.config import missing_prices, price_hint
 from ragrig.report.judge import composite_summary, judge_measures
 from ragrig.report.paired import rerank_comparison
 from ragrig.report.scorecard import (
+    floor_rule,
+    per_answer_axes,
     scorecard_section,
     scorecard_tables,
     slice_scorecard,
@@ -163,12 +165,16 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
         "level": cfg.interval_level,
         "seed": seed,
     }
+    rule = floor_rule(cfg.scorecard, seed, cfg.bootstrap_resamples, cfg.interval_level)
     metrics["scorecard"] = scorecard_section(
-        agg, sc, cfg.scorecard, inp.labels, inp.labels_file, 1.0 - cfg.interval_level
+        agg, sc, cfg.scorecard, inp.labels, inp.labels_file, 1.0 - cfg.interval_level, rule
     )
+    cols = slices.columns
     for name, values in metrics["slices"].items():
         for value, entry in values.items():
-            entry.update(slice_scorecard(agg, name, value, cfg.scorecard))
+            qids = cols.loc[cols[name].astype(str) == value, "qid"] if name in cols else None
+            axes = per_answer_axes(sc.long, qids)
+            entry.update(slice_scorecard(agg, name, value, cfg.scorecard, axes, rule))
     metrics.update(answer_metrics)
     return Report(per_query_table, agg, metrics, sc.per_query)
 

@@ -3,10 +3,9 @@ each, a JUnit XML file for CI, and an exit code naming what failed.
 
 Checks, each with its value, bound and verdict:
 
-* **floors** of the three scorecard axes (the floors the report used): on the lower bound of the
-  axis's interval: the prediction-powered one when people's labels exist (the report's gate
-  value), else a percentile bootstrap over the answered queries (`reports/run/per_query.parquet`,
-  `axis/<name>`), else the estimate (named so). A hard floor fails the gate; a soft one warns.
+* **floors** of the three scorecard axes exactly as the report decided them: the floors, the
+  number each is tested on and the rule (report.scorecard.floors_on, one function for both:
+  ragrig.metrics.scorecard.floor_readings). A hard floor fails the gate; a soft one warns.
 * **latency**: p95 of a stage (or `total`) in ms <= its SLO.
 * **cost**: mean cost per query in USD <= the budget.
 * **filters**: the false-exclusion rate <= its limit (a run with no filters: skipped, named).
@@ -23,9 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragrig.core.config import Section, Seed
 from ragrig.core.errors import DataValidationError
@@ -34,13 +33,13 @@ PASS, FAIL, WARN, SKIP, UNMEASURED = "pass", "FAIL", "warn", "skipped", "not mea
 
 
 class GateConfig(Section):
-    """conf/gate.yaml: every bound fixed before the run it gates."""
+    """conf/gate.yaml: every bound fixed before the run it gates. The axis floors, and what they
+    are tested on, are the report's (report.scorecard.floors, floors_on)."""
 
-    floors_on: Literal["lower_bound", "estimate"] = Field(
-        "lower_bound", description="the axis value a floor tests"
+    resamples: int = Field(
+        1000, ge=100, description="bootstrap resamples of each regression interval"
     )
-    resamples: int = Field(1000, ge=100, description="bootstrap resamples of each interval")
-    level: float = Field(0.95, gt=0, lt=1, description="two-sided coverage of each interval")
+    level: float = Field(0.95, gt=0, lt=1, description="two-sided coverage of those intervals")
     seed: Seed = 13
     latency_p95_ms: dict[str, Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict, description="stage (or total) -> p95 SLO in ms"
@@ -52,6 +51,17 @@ class GateConfig(Section):
         default_factory=dict,
         description="per-query measure (per_query.parquet) -> the largest drop accepted",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _floors_are_the_reports(cls, data: Any) -> Any:
+        # the gate and the report once read the floors each their own way; one rule now
+        if isinstance(data, dict) and "floors_on" in data:
+            raise ValueError(
+                "floors_on is the report's setting (report.scorecard.floors_on): the gate "
+                "reads the floors as the report decided them; remove it from the gate config"
+            )
+        return data
 
 
 @dataclass(frozen=True)
@@ -99,11 +109,19 @@ def _interval(values: list[float], cfg: GateConfig) -> tuple[float, float] | Non
     return bootstrap_interval(values, cfg.seed, n_resamples=cfg.resamples, confidence=cfg.level)
 
 
-def floor_checks(metrics: dict, per_query: Any, cfg: GateConfig) -> list[Check]:
-    from ragrig.metrics.scorecard import FLOOR_TOLERANCE, HARD
+def floor_checks(metrics: dict) -> list[Check]:
+    """The three floors as the report decided them (ragrig.metrics.scorecard.floor_readings,
+    re-evaluated from the recorded scorecard): the same number, rule and verdict."""
+    from ragrig.metrics.scorecard import HARD
     from ragrig.metrics.scorecard import from_dict as scorecard_from_dict
 
-    card = scorecard_from_dict(metrics["scorecard"])
+    section = metrics["scorecard"]
+    if isinstance(section, dict) and "rule" not in section:
+        raise ValueError(
+            "it records no floor rule (written by an older report); rerun the report stage "
+            "(dvc repro report)"
+        )
+    card = scorecard_from_dict(section)
     out = []
     for name, ax in card.axes.items():
         hard = ax.kind == HARD
@@ -111,24 +129,13 @@ def floor_checks(metrics: dict, per_query: Any, cfg: GateConfig) -> list[Check]:
         if ax.value is None:
             out.append(Check(f"floor {name}", "floor", None, bound, UNMEASURED, ax.kind, hard))
             continue
-        value, reads = ax.tested, ax.gate_reads or "estimate"
-        if cfg.floors_on == "lower_bound":
-            if ax.gate_reads:  # people's labels: the prediction-powered lower bound
-                value, reads = ax.tested, ax.gate_reads
-            elif per_query is not None:
-                rows = per_query[per_query["measure"] == f"axis/{name}"]["value"].dropna()
-                ci = _interval(rows.astype(float).tolist(), cfg)
-                if ci is not None:
-                    value, reads = ci[0], f"bootstrap lower bound, n={len(rows)}"
-                else:
-                    reads = f"estimate: {len(rows)} answer(s), no interval"
-            else:
-                reads = "estimate: no per-query table"
-        ok = value >= ax.floor - FLOOR_TOLERANCE
-        verdict = PASS if ok else (FAIL if hard else WARN)
+        reads = ax.gate_reads or f"estimate, n={ax.n}"
+        verdict = PASS if ax.passed else (FAIL if hard else WARN)
         detail = f"{ax.kind}, {reads}; estimate {ax.value:.4f}"
         out.append(
-            Check(f"floor {name}", "floor", value, bound, verdict, detail, hard, reads, ax.value)
+            Check(
+                f"floor {name}", "floor", ax.tested, bound, verdict, detail, hard, reads, ax.value
+            )
         )
     return out
 
@@ -217,7 +224,7 @@ def run_checks(
         if base is None:
             raise DataValidationError(f"baseline {base_dir} has no run/per_query.parquet")
     try:
-        checks = floor_checks(metrics, per_query, cfg)
+        checks = floor_checks(metrics)
     except ValueError as exc:
         raise DataValidationError(f"{metrics_path}: malformed scorecard: {exc}") from None
     checks += latency_checks(metrics, cfg)
@@ -237,9 +244,10 @@ def exit_code(checks: list[Check]) -> int:
     return 0
 
 
-def write_junit(checks: list[Check], path: Path) -> None:
+def write_junit(checks: list[Check], path: Path, rule: str = "") -> None:
     """One JUnit testsuite `ragrig gate`, one testcase per check: a failure element for a failed
-    or unmeasured hard check, skipped for a skipped one; the check's line as its system-out."""
+    or unmeasured hard check, skipped for a skipped one; the check's line as its system-out; the
+    scorecard's floor rule as the suite's `floor_rule` property."""
     from xml.etree import ElementTree as ET
 
     failures = sum(1 for c in checks if c.failed)
@@ -252,6 +260,9 @@ def write_junit(checks: list[Check], path: Path) -> None:
         errors="0",
         skipped=str(skipped),
     )
+    if rule:
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="floor_rule", value=rule)
     for c in checks:
         case = ET.SubElement(suite, "testcase", classname=f"ragrig.gate.{c.kind}", name=c.name)
         if c.failed:
