@@ -38,6 +38,13 @@ def main() -> None:
     queries = read_table(parse_dir / "queries.parquet", "queries")
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     lanes = lanes_of(cfg.method)
+    fusion = None
+    if len(lanes) > 1:  # a tuned fusion setting applies to the corpus it was tuned on only
+        from ragrig.retrieve.tuning import choose_fusion, documents_fingerprint
+
+        corpus = documents_fingerprint(read_table(parse_dir / "documents.parquet", "documents"))
+        cfg, fusion = choose_fusion(cfg, corpus)
+        print(f"retrieve: {fusion.line()}")
     dense = faiss.read_index(str(index_dir / "dense.faiss")) if "dense" in lanes else None
     sparse = (
         resolve(SPARSE_INDEXES, sparse_cfg.method, "sparse index").load(
@@ -86,6 +93,8 @@ def main() -> None:
         qvecs,
     )
     summary = {"method": cfg.method, "queries": len(queries), **ann_fields}
+    if fusion is not None:
+        summary["fusion"] = {**fusion.to_dict(), "corpus_sha256": corpus}
     if filtered is not None:
         summary["filters"] = filtered.manifest
     with atomic_dir(args.out) as out:

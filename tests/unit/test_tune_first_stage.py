@@ -13,6 +13,7 @@ import yaml
 
 from ragrig.cli.app import main
 from ragrig.compose.params import compose_yaml
+from ragrig.core.config import validate_section
 from ragrig.core.errors import ConfigError
 from ragrig.tools.tune_first_stage import Tuning, load_split, write_choice
 
@@ -109,19 +110,31 @@ def test_write_choice_sets_values_with_train_figures(tmp_path):
         ],
         chosen={"k1": 1.2, "b": 0.75, "rrf_k": 20, "alpha": 0.35},
     )
-    write_choice(conf, result, "scifact")
+    fp = "ab" * 32
+    write_choice(conf, result, "scifact", fp)
     bm25 = (conf / "index/sparse/bm25s.yaml").read_text()
     assert yaml.safe_load(bm25)["k1"] == 1.2 and yaml.safe_load(bm25)["b"] == 0.75
     assert (
         "k1: 1.2  # tune-first-stage on scifact train (809 queries): nDCG@10 0.6200, "
         "0.9/0.4 0.6000" in bm25
     )
-    rrf = (conf / "retrieve/hybrid_rrf.yaml").read_text()
-    assert yaml.safe_load(rrf)["rrf_k"] == 20 and "nDCG@10 0.7000, rrf_k 60 0.6900" in rrf
-    convex = (conf / "retrieve/hybrid_convex.yaml").read_text()
-    assert yaml.safe_load(convex)["alpha"] == 0.35 and "nDCG@10 0.7100, alpha 0.5 0.6800" in convex
-    write_choice(conf, result, "scifact")  # idempotent: one comment, not two
-    assert (conf / "retrieve/hybrid_rrf.yaml").read_text() == rrf
+    # the fusion settings are recorded as tuned on this corpus, the configured value left null
+    # (used elsewhere untuned) and the other corpora's entries kept
+    rrf = yaml.safe_load((conf / "retrieve/hybrid_rrf.yaml").read_text())
+    assert rrf["rrf_k"] is None and len(rrf["tuned"]) == 2
+    assert rrf["tuned"][-1] == {
+        "corpus_sha256": fp,
+        "value": 20,
+        "source": "tune-first-stage on scifact train (809 queries): nDCG@10 0.7000, "
+        "rrf_k 60 0.6900",
+    }
+    convex = yaml.safe_load((conf / "retrieve/hybrid_convex.yaml").read_text())
+    assert convex["alpha"] is None and convex["tuned"][-1]["value"] == 0.35
+    assert convex["tuned"][-1]["source"].endswith("nDCG@10 0.7100, alpha 0.5 0.6800")
+    text = (conf / "retrieve/hybrid_rrf.yaml").read_text()
+    write_choice(conf, result, "scifact", fp)  # idempotent: the corpus's entry replaced
+    assert (conf / "retrieve/hybrid_rrf.yaml").read_text() == text
+    validate_section("retrieve", rrf)  # still a valid section
 
 
 def test_chunk_vectors_of_another_model_or_corpus_are_refused(tmp_path):

@@ -8,6 +8,7 @@ documents is not scored here (it belongs to its own answerability slice).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -84,3 +85,24 @@ def qrels_from_table(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
     for q, d, r in zip(qrels["qid"], qrels["doc_id"], qrels["relevance"], strict=True):
         out.setdefault(q, {})[d] = int(r)
     return out
+
+
+def fusion_against_lanes(
+    fused: dict[str, float], lanes: dict[str, dict[str, float]], measure: str
+) -> dict[str, Any] | None:
+    """The fused ranking's `measure` beside its better lane's (means over the same queries):
+    `below_best_lane` flags a fusion that loses to one of its own inputs. None without two
+    lanes or without the measure."""
+    if len(lanes) < 2 or measure not in fused:
+        return None
+    scored = {name: m[measure] for name, m in lanes.items() if measure in m}
+    if len(scored) < 2:
+        return None
+    best = max(sorted(scored), key=lambda name: scored[name])
+    return {
+        "measure": measure,
+        "fused": fused[measure],
+        "best_lane": best,
+        "best_lane_value": scored[best],
+        "below_best_lane": bool(fused[measure] < scored[best]),
+    }

@@ -51,6 +51,7 @@ tr.failed td{background:#fdecec}
 .gate.pass{background:#2e7d32}.gate.fail_soft{background:#c77700}.gate.fail_hard{background:#c62828}
 .gate.not_measured{background:#6b7280}
 .note{color:#5a6272;font-size:.9em;margin:4px 0}
+.warn{color:#8a4b00;background:#fff4e0;padding:4px 8px;border-radius:4px}
 pre.err{white-space:pre-wrap;margin:4px 0 0;font-size:.85em;text-align:left}
 figure{margin:8px 0}.scroll{overflow-x:auto}.measured{display:contents}svg{max-width:100%;height:auto}
 """
@@ -474,6 +475,13 @@ def run_page_html(
         )
     body.append("<h2>Headline metrics</h2>")
     body.append(_cards(metrics, per_query, seed))
+    fusion = metrics.get("fusion")
+    if fusion and fusion["below_best_lane"]:
+        from ragrig.report.summary import fusion_warning
+
+        body.append(
+            f'<p class="warn" id="fusion-warning">{esc(fusion_warning(fusion).strip())}</p>'
+        )
     body.append(
         note(
             f"95% CI: percentile bootstrap over queries, {N_RESAMPLES} resamples, seed {seed} "

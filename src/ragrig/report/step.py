@@ -21,7 +21,13 @@ from ragrig.metrics.aggregate import (
     slice_value_key,
 )
 from ragrig.metrics.bootstrap import slice_intervals
-from ragrig.metrics.ir import measure_names, per_query, qrels_from_table, rankings_from_run
+from ragrig.metrics.ir import (
+    fusion_against_lanes,
+    measure_names,
+    per_query,
+    qrels_from_table,
+    rankings_from_run,
+)
 from ragrig.metrics.names import ALL
 from ragrig.report.answers import answer_measures
 from ragrig.report.base import Report, ReportInputs
@@ -70,6 +76,9 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
         lane_means[lane] = {
             m: float(v) for m, v in table.groupby("measure")["value"].mean().items()
         }
+
+    fused_means = {m: float(v) for m, v in before.groupby("measure")["value"].mean().items()}
+    fusion = fusion_against_lanes(fused_means, lane_means, f"ndcg@{cfg.k_values[0]}")
 
     if inp.ann is not None and len(inp.ann):
         measure = "ann/recall@" + inp.ann["k"].astype(str)
@@ -176,6 +185,8 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
             axes = per_answer_axes(sc.long, qids)
             entry.update(slice_scorecard(agg, name, value, cfg.scorecard, axes, rule))
     metrics.update(answer_metrics)
+    if fusion is not None:
+        metrics["fusion"] = fusion
     return Report(per_query_table, agg, metrics, sc.per_query)
 
 

@@ -124,6 +124,9 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
                 _cell(metrics["rerank"].get("delta_" + m), sign=True) for m in metrics["retrieval"]
             )
         )
+    fusion = metrics.get("fusion")
+    if fusion and fusion["below_best_lane"]:
+        lines.append(fusion_warning(fusion))
     if "ann" in metrics:
         a = metrics["ann"]
         rec = {k: v for k, v in a.items() if k.startswith("recall")}
@@ -188,3 +191,12 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
     for name, reason in dropped.items():
         lines.append(f"slice {name} dropped: {reason}")
     return "\n".join(lines)
+
+
+def fusion_warning(fusion: dict) -> str:
+    """The line that flags a fused ranking below its better lane (metrics.json `fusion`)."""
+    return (
+        f"  warning: the fused ranking's {fusion['measure']} {fusion['fused']:.4f} (before "
+        f"reranking) is below its {fusion['best_lane']} lane's {fusion['best_lane_value']:.4f}: "
+        'the fusion setting does not suit this corpus (docs/metrics.md "Fusion settings")'
+    )

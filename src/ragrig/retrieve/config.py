@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragrig.core.config import NonEmptyStr, Section
 
@@ -28,15 +28,57 @@ class RetrieveBm25(_RetrieveBase):
     method: Literal["bm25"] = "bm25"
 
 
+class TunedFusion(Section):
+    """A fusion setting chosen on one corpus (ragrig.retrieve.tuning): used on that corpus only."""
+
+    corpus_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="content fingerprint of the corpus it was tuned on (the retrieve stage "
+        "prints a corpus's: ragrig.retrieve.tuning.corpus_fingerprint)",
+    )
+    value: float = Field(gt=0, description="the tuned rrf_k or alpha")
+    source: NonEmptyStr = Field(description="how it was chosen, with the figures")
+
+
+_TUNED = Field(
+    default_factory=list,
+    description="settings tuned on named corpora; one is used only on the corpus whose "
+    "fingerprint it records, and only while the setting itself is null",
+)
+
+
 class RetrieveHybridRrf(_RetrieveBase, _DenseSearch):
     method: Literal["hybrid_rrf"] = "hybrid_rrf"
-    rrf_k: int = Field(60, gt=0)
+    rrf_k: int | None = Field(
+        None, gt=0, description="null: the value tuned on this corpus, else 60 (untuned)"
+    )
+    tuned: list[TunedFusion] = _TUNED
+
+    @model_validator(mode="after")
+    def _integral(self) -> RetrieveHybridRrf:
+        bad = [t.value for t in self.tuned if t.value != int(t.value)]
+        if bad:
+            raise ValueError(f"retrieve.tuned: rrf_k values must be whole numbers, got {bad}")
+        return self
 
 
 class RetrieveHybridConvex(_RetrieveBase, _DenseSearch):
     method: Literal["hybrid_convex"] = "hybrid_convex"
-    alpha: float = Field(0.5, ge=0, le=1, description="weight of the dense lane")
+    alpha: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="weight of the dense lane; null: the value tuned on this corpus, else 0.5",
+    )
     normalization: Literal["minmax", "zscore"] = "minmax"
+    tuned: list[TunedFusion] = _TUNED
+
+    @model_validator(mode="after")
+    def _weights(self) -> RetrieveHybridConvex:
+        bad = [t.value for t in self.tuned if not 0 <= t.value <= 1]
+        if bad:
+            raise ValueError(f"retrieve.tuned: alpha values must be in [0, 1], got {bad}")
+        return self
 
 
 class RetrieveRunFile(Section):

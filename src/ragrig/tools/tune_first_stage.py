@@ -5,7 +5,9 @@
 1. BM25 k1 and b of the configured sparse index (grid `BM25_GRID`, which holds Anserini's
    0.9/0.4, 1.2/0.75 and bm25s' default 1.5/0.75);
 2. with that BM25, the RRF constant k (`RRF_GRID`) and the convex weight alpha of the dense lane
-   (`ALPHA_GRID`), fusing the same two lanes the retrieve stage fuses.
+   (`ALPHA_GRID`), fusing the same two lanes the retrieve stage fuses. These are written to the
+   hybrids' `tuned` lists with the corpus's content fingerprint (ragrig.retrieve.tuning): a run
+   on another corpus reads the untuned defaults, not them.
 
 A tie keeps the first grid point. The corpus is embedded once (the embed section's model) and
 indexed once per BM25 grid point (bm25s stores k1/b-dependent scores at index time; its
@@ -22,6 +24,7 @@ grid points. A dataset without qrels/train.tsv is refused in one line.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -360,9 +363,31 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def write_choice(conf: Path, result: Tuning, dataset: str) -> list[Path]:
-    """Set k1/b (conf/index/sparse/bm25s.yaml), rrf_k (conf/retrieve/hybrid_rrf.yaml) and alpha
-    (conf/retrieve/hybrid_convex.yaml), each with its train-split figure as a line comment."""
+def _set_tuned(text: str, fingerprint: str, value: str, source: str, path: Path) -> str:
+    """The `tuned:` list of a hybrid's conf file with this corpus's entry (one flow-style line
+    per corpus) replaced or added; the other corpora's entries kept."""
+    head = re.compile(r"^tuned:[^\n]*$", re.MULTILINE)
+    if len(head.findall(text)) != 1:
+        raise ConfigError(f"{path}: expected exactly one top-level line `tuned: ...`")
+    entry = f"  - {{corpus_sha256: {fingerprint}, value: {value}, source: {json.dumps(source)}}}"
+    lines = text.splitlines()
+    i = next(n for n, line in enumerate(lines) if head.match(line))
+    if lines[i].split("#")[0].strip() in ("tuned: []", "tuned: [ ]"):
+        lines[i] = "tuned:"
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("  - "):
+        j += 1
+    kept = [line for line in lines[i + 1 : j] if fingerprint not in line]
+    lines[i + 1 : j] = [*kept, entry]
+    return "\n".join(lines) + "\n"
+
+
+def write_choice(
+    conf: Path, result: Tuning, dataset: str, fingerprint: str | None = None
+) -> list[Path]:
+    """Set k1/b (conf/index/sparse/bm25s.yaml) with its train-split figure as a line comment,
+    and record rrf_k (conf/retrieve/hybrid_rrf.yaml) and alpha (conf/retrieve/hybrid_convex.yaml)
+    as tuned on the corpus of `fingerprint` (ragrig.retrieve.tuning): used on that corpus only."""
     c = result.chosen
     where = f"{_MARK} on {dataset} {result.split} ({result.n_queries} queries)"
     bm = result.best("bm25")
@@ -373,22 +398,17 @@ def write_choice(conf: Path, result: Tuning, dataset: str) -> list[Path]:
             ("k1", _fmt(c["k1"]), f"{where}: nDCG@10 {bm[OBJECTIVE]:.4f}{ref}"),
             ("b", _fmt(c["b"]), f"{where}, with k1"),
         ],
-        conf / "retrieve" / "hybrid_rrf.yaml": [
-            (
-                "rrf_k",
-                str(int(c["rrf_k"])),
-                f"{where}: nDCG@10 {result.best('rrf')[OBJECTIVE]:.4f}"
-                + _ref(result, "rrf", rrf_k=60),
-            )
-        ],
-        conf / "retrieve" / "hybrid_convex.yaml": [
-            (
-                "alpha",
-                _fmt(c["alpha"]),
-                f"{where}: nDCG@10 {result.best('convex')[OBJECTIVE]:.4f}"
-                + _ref(result, "convex", alpha=0.5),
-            )
-        ],
+    }
+    tuned = {
+        conf / "retrieve" / "hybrid_rrf.yaml": (
+            str(int(c["rrf_k"])),
+            f"{where}: nDCG@10 {result.best('rrf')[OBJECTIVE]:.4f}" + _ref(result, "rrf", rrf_k=60),
+        ),
+        conf / "retrieve" / "hybrid_convex.yaml": (
+            _fmt(c["alpha"]),
+            f"{where}: nDCG@10 {result.best('convex')[OBJECTIVE]:.4f}"
+            + _ref(result, "convex", alpha=0.5),
+        ),
     }
     from ragrig.core.io import atomic_write_text
 
@@ -397,7 +417,12 @@ def write_choice(conf: Path, result: Tuning, dataset: str) -> list[Path]:
         for key, value, comment in keys:
             text = _set_key(text, key, value, comment, path)
         atomic_write_text(path, text)
-    return list(edits)
+    if fingerprint is None:
+        return list(edits)
+    for path, (value, source) in tuned.items():
+        text = _set_tuned(path.read_text(encoding="utf-8"), fingerprint, value, source, path)
+        atomic_write_text(path, text)
+    return [*edits, *tuned]
 
 
 def _ref(result: Tuning, table: str, **where: float) -> str:
@@ -444,11 +469,15 @@ def cmd_tune(args: Any) -> int:
     root = Path(args.dataset_root) if args.dataset_root else None
     ds = load_params(params).get("dataset") or {}
     name = ds.get("name") or Path(root or ds.get("root", "dataset")).name
+    documents, train = load_split(params, "train", root)
+    from ragrig.retrieve.tuning import documents_fingerprint
+
+    fingerprint = documents_fingerprint(documents)
     before = {
         "k1": load_section("index", params).sparse.k1,
         "b": load_section("index", params).sparse.b,
-        "rrf_k": _composed(args.conf, "hybrid_rrf", "rrf_k"),
-        "alpha": _composed(args.conf, "hybrid_convex", "alpha"),
+        "rrf_k": _composed(args.conf, "hybrid_rrf", "rrf_k", fingerprint),
+        "alpha": _composed(args.conf, "hybrid_convex", "alpha", fingerprint),
     }
     embed_model = str(load_section("embed", params).model)
     if "train_embed" in Path(embed_model).parts:
@@ -460,7 +489,6 @@ def cmd_tune(args: Any) -> int:
             "Tune with the pretrained one: python -m ragrig params write embed=minilm, then "
             "tune-first-stage, then python -m ragrig params write"
         )
-    documents, train = load_split(params, "train", root)
     print(f"tune-first-stage: {name} train split, {len(train.query_ids)} queries", flush=True)
     vectors = Path(args.chunk_vectors) if args.chunk_vectors else None
     corpus = build_corpus(documents, params, progress=not args.quiet, chunk_vectors=vectors)
@@ -473,6 +501,7 @@ def cmd_tune(args: Any) -> int:
         "split": result.split,
         "queries": result.n_queries,
         "chosen": result.chosen,
+        "corpus_sha256": fingerprint,
         "configured_before": before,
         "train": {
             "bm25": result.bm25,
@@ -485,7 +514,7 @@ def cmd_tune(args: Any) -> int:
         "tune_s": result.seconds,
     }
     if not args.no_write:
-        for path in write_choice(Path(args.conf), result, name):
+        for path in write_choice(Path(args.conf), result, name, fingerprint):
             print(f"wrote {path}")
         print("run `make params` (python -m ragrig params write) to update params.yaml")
     if args.evaluate_test:
@@ -516,7 +545,14 @@ def cmd_tune(args: Any) -> int:
     return 0
 
 
-def _composed(conf: str, option: str, key: str) -> float:
+def _composed(conf: str, option: str, key: str, fingerprint: str) -> float:
+    """The setting a run of `option` uses on the corpus of `fingerprint` (the configured
+    value, else the one tuned on this corpus, else the untuned default)."""
     import yaml
 
-    return yaml.safe_load((Path(conf) / "retrieve" / f"{option}.yaml").read_text())[key]
+    from ragrig.core.config import validate_section
+    from ragrig.retrieve.tuning import choose_fusion
+
+    raw = yaml.safe_load((Path(conf) / "retrieve" / f"{option}.yaml").read_text())
+    cfg, _ = choose_fusion(validate_section("retrieve", raw), fingerprint)
+    return getattr(cfg, key)
