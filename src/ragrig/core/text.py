@@ -66,15 +66,22 @@ def surrogate_warning(where: str, count: int, lines: int = 1) -> str:
 SHOWN = 3
 
 
-def sample(items: Iterable[Any], shown: int = SHOWN, form: Callable[[Any], str] = str) -> str:
+def sample(
+    items: Iterable[Any],
+    shown: int = SHOWN,
+    form: Callable[[Any], str] = str,
+    total: int | None = None,
+) -> str:
     """At most `shown` of `items`, each written by `form`, then how many more:
-    `"3, 7, 9, … and 39 more"`. Reads `items` through (to count them) without keeping them."""
+    `"3, 7, 9, … and 39 more"`. Reads `items` through (to count them) without keeping them;
+    `total` is the count when `items` holds only the first few of them (a manifest's sample)."""
     head: list[str] = []
     n = 0
     for item in items:
         if n < shown:
             head.append(form(item))
         n += 1
+    n = n if total is None else total
     more = f", … and {n - shown} more" if n > shown else ""
     return ", ".join(head) + more
 

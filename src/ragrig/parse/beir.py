@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ragrig.core.io import DEFAULT_LIMITS, ReadLimits
+from ragrig.core.text import sample
 from ragrig.dataset.beir import BeirDataset
 from ragrig.dataset.claims import UNKNOWN
 from ragrig.parse.base import META_PREFIX, Parsed, content_hash
@@ -238,7 +239,11 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         lines.append(
             f"parse: {e['documents']} document(s) with empty title and text {done} "
             f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged"
-            + (f" ({', '.join(e['judged_doc_ids'][:5])})" if e["judged_doc_ids"] else "")
+            + (
+                f" ({sample(e['judged_doc_ids'], total=e['judged_documents'])})"
+                if e["judged_doc_ids"]
+                else ""
+            )
             + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
             "query(ies) kept in qrels"
             + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")
