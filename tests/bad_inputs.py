@@ -187,6 +187,45 @@ def _claims_without(cid: int) -> Callable[[Path], None]:
     return build
 
 
+# A gzip bomb in miniature: one JSON line of 4 MiB of spaces compresses to about 4 KB; with the
+# case's parse.max_record_bytes of 1 MiB the reader stops after reading 1 MiB of it. The real
+# thing (gigabytes from a few MB) is the same file with more spaces; the defaults stop it alike.
+_BOMB_LINE = b'{"_id": "d5", "title": "Bomb", "text": "' + b" " * (4 * 2**20) + b'"}\n'
+_SMALL_LIMITS = {"max_record_bytes": 2**20, "max_inflated_bytes": 2**21}
+
+
+def _gzip_bomb(lines: int = 1, line: bytes = _BOMB_LINE) -> Callable[[Path], None]:
+    def build(root: Path) -> None:
+        raw = (root / "corpus.jsonl").read_bytes() + line * lines
+        (root / "corpus.jsonl.gz").write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))
+        (root / "corpus.jsonl").unlink()
+
+    return build
+
+
+def _long_line(name: str, text: str) -> Callable[[Path], None]:
+    """A plain file whose second line is 1 MiB and more: over the case's 1 MiB record bound."""
+    return _set_line(name, 2, text + "x" * 2**20)
+
+
+def _one_id_everywhere(root: Path) -> None:
+    """5000 more lines, all with the id d1: the duplicate-id message must stay short."""
+    extra = "".join(
+        json.dumps({"_id": "d1", "title": "Again", "text": f"Copy {i}."}) + "\n"
+        for i in range(5000)
+    )
+    with open(root / "corpus.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(extra)
+
+
+def _many_duplicate_ids(root: Path) -> None:
+    """Ids d1..d4 each repeated 3 more times, and 20 new ids twice: 24 duplicate ids."""
+    recs = CORPUS * 4 + [
+        {"_id": f"n{i:02d}", "title": "", "text": "x"} for i in range(20) for _ in range(2)
+    ]
+    (root / "corpus.jsonl").write_text(_jsonl(recs), encoding="utf-8")
+
+
 def _blank_lines(root: Path) -> None:
     for rel in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
         text = (root / rel).read_text(encoding="utf-8")
@@ -206,6 +245,8 @@ class DatasetCase:
     warned: str | tuple[str, ...] = ()  # the warning line(s) parse must print on stderr, all
     # "table.column" -> how many U+FFFD its values hold in total (a replaced lone surrogate)
     fffd: dict[str, int] | None = None
+    parse: dict[str, Any] | None = None  # parse settings the case sets (its read limits)
+    longest: int | None = None  # the error line holds at most this many characters
 
 
 def _counts(**changes: Any) -> dict[str, Any]:
@@ -274,17 +315,74 @@ DATASET_CASES: list[DatasetCase] = [
     DatasetCase(
         "duplicate_document_id",
         _append("corpus.jsonl", json.dumps({"_id": "d2", "title": "Again", "text": "Twice."})),
-        "{root}/corpus.jsonl: 1 duplicate document id(s): 'd2' (lines [2, 5])",
+        "{root}/corpus.jsonl: 1 duplicate document id ('d2' on 2 lines (2, 5))",
     ),
     DatasetCase(
         "duplicate_query_id",
         _append("queries.jsonl", json.dumps({"_id": "2", "text": "A second query 2."})),
-        "{root}/queries.jsonl: 1 duplicate query id(s): '2' (lines [2, 5])",
+        "{root}/queries.jsonl: 1 duplicate query id ('2' on 2 lines (2, 5))",
+    ),
+    DatasetCase(
+        "one_id_on_every_line",
+        _one_id_everywhere,
+        "{root}/corpus.jsonl: 1 duplicate document id ('d1' on 5001 lines (1, 5, 6, … and "
+        "4998 more))",
+        longest=400,
+    ),
+    DatasetCase(
+        "many_duplicate_ids",
+        _many_duplicate_ids,
+        "{root}/corpus.jsonl: 24 duplicate document ids ('d1' on 4 lines (1, 5, 9, … and 1 "
+        "more), 'd2' on 4 lines (2, 6, 10, … and 1 more), 'd3' on 4 lines (3, 7, 11, … and 1 "
+        "more), … and 21 more)",
+        longest=400,
     ),
     DatasetCase(
         "empty_query_text",
         _set_line("queries.jsonl", 2, json.dumps({"_id": "2", "text": "  "})),
-        "{root}/queries.jsonl: 1 query(ies) with empty text: ['2']",
+        "{root}/queries.jsonl: 1 query ('2') with empty text",
+    ),
+    # ids TREC run and qrels files cannot hold: refused at parse, not at report after the compute
+    DatasetCase(
+        "document_id_with_space",
+        _append("corpus.jsonl", json.dumps({"_id": "d 5", "title": "Tharsis", "text": "x"})),
+        "{root}/corpus.jsonl:5: '_id' 'd 5' holds whitespace (' '); an id may hold no "
+        "whitespace or control character",
+    ),
+    DatasetCase(
+        "document_id_with_nul",
+        _append("corpus.jsonl", json.dumps({"_id": "d\u00005", "title": "Tharsis", "text": "x"})),
+        "{root}/corpus.jsonl:5: '_id' 'd\\x005' holds a control character ('\\x00')",
+    ),
+    DatasetCase(
+        "document_id_with_no_break_space",
+        _append("corpus.jsonl", json.dumps({"_id": "d\u00a05", "title": "Tharsis", "text": "x"})),
+        "{root}/corpus.jsonl:5: '_id' 'd\\xa05' holds whitespace ('\\xa0')",
+    ),
+    DatasetCase(
+        "document_id_with_line_separator",
+        _append("corpus.jsonl", json.dumps({"_id": "d\u20285", "title": "Tharsis", "text": "x"})),
+        "{root}/corpus.jsonl:5: '_id' 'd\\u20285' holds whitespace ('\\u2028')",
+    ),
+    DatasetCase(
+        "query_id_with_tab",
+        _append("queries.jsonl", json.dumps({"_id": "5\t6", "text": "A tab in my id."})),
+        "{root}/queries.jsonl:5: '_id' '5\\t6' holds whitespace ('\\t')",
+    ),
+    DatasetCase(
+        "query_id_with_delete",
+        _append("queries.jsonl", json.dumps({"_id": "5\u007f", "text": "A DEL in my id."})),
+        "{root}/queries.jsonl:5: '_id' '5\\x7f' holds a control character ('\\x7f')",
+    ),
+    DatasetCase(
+        "qrels_document_id_with_no_break_space",
+        _append("qrels/test.tsv", "1\td\u00a01\t1"),
+        "{root}/qrels/test.tsv:6: document id 'd\\xa01' holds whitespace ('\\xa0')",
+    ),
+    DatasetCase(
+        "zero_width_space_in_id_is_kept",
+        _append("corpus.jsonl", json.dumps({"_id": "d\u200b5", "title": "Tharsis", "text": "x"})),
+        counts=_counts(documents=5),
     ),
     # encodings
     DatasetCase(
@@ -328,6 +426,52 @@ DATASET_CASES: list[DatasetCase] = [
             "{root}/corpus.jsonl.gz:",
             ": truncated or corrupt gzip (Compressed file ended before the end-of-stream",
         ),
+    ),
+    DatasetCase(
+        "gzip_line_bomb",
+        _gzip_bomb(),
+        "{root}/corpus.jsonl.gz:5: line longer than 1 MiB (raise parse.max_record_bytes to "
+        "read it); not read further",
+        parse=_SMALL_LIMITS,
+    ),
+    # 3000 lines of 926 bytes after the base's 4 lines (319 bytes): the 2265th added line, line
+    # 2269, is the one that takes the inflated total past 2 MiB (319 + 2265 * 926 > 2**21)
+    DatasetCase(
+        "gzip_inflates_past_its_bound",
+        _gzip_bomb(lines=3000, line=_jsonl([{"_id": "dN", "text": "x" * 900}]).encode()),
+        "{root}/corpus.jsonl.gz:2269: inflates past 2 MiB (raise parse.max_inflated_bytes to "
+        "read it); not read further",
+        parse=_SMALL_LIMITS,
+    ),
+    DatasetCase(
+        "long_line_in_queries",
+        _long_line("queries.jsonl", '{"_id": "2", "text": "'),
+        "{root}/queries.jsonl:2: line longer than 1 MiB (raise parse.max_record_bytes",
+        parse=_SMALL_LIMITS,
+    ),
+    DatasetCase(
+        "long_line_in_qrels",
+        _long_line("qrels/test.tsv", "1\td1\t1"),
+        "{root}/qrels/test.tsv:2: line longer than 1 MiB (raise parse.max_record_bytes",
+        parse=_SMALL_LIMITS,
+    ),
+    DatasetCase(
+        "long_line_in_claims",
+        _long_line(CLAIMS_FILE, '{"id": 2, "claim": "'),
+        "{root}/original/claims_dev.jsonl:2: line longer than 1 MiB (raise parse.max_record_bytes",
+        parse=_SMALL_LIMITS,
+    ),
+    DatasetCase(
+        "record_at_its_bound_is_read",
+        _set_line(
+            "corpus.jsonl",
+            4,
+            (lambda head: head + "y" * (2**20 - len(head) - 2) + '"}')(
+                '{"_id": "d4", "title": "", "text": "'
+            ),
+        ),
+        counts=_counts(),
+        parse=_SMALL_LIMITS,
     ),
     DatasetCase(
         "gzip_name_plain_text",
@@ -385,7 +529,7 @@ DATASET_CASES: list[DatasetCase] = [
     DatasetCase(
         "blank_document_error_policy",
         _blank_docs("d1"),
-        "{root}/corpus.jsonl: 1 document(s) with empty title and text: ['d1'] "
+        "{root}/corpus.jsonl: 1 document ('d1') with empty title and text "
         "(set parse.empty_text=skip or keep to accept them)",
         empty_text="error",
     ),
@@ -393,12 +537,12 @@ DATASET_CASES: list[DatasetCase] = [
     DatasetCase(
         "qrels_unknown_document",
         _append("qrels/test.tsv", "1\tdX\t1"),
-        "qrels/test.tsv names 1 unknown document id(s): ['dX']",
+        "qrels/test.tsv names 1 unknown document id ('dX')",
     ),
     DatasetCase(
         "qrels_unknown_query",
         _append("qrels/test.tsv", "99\td1\t1"),
-        "qrels/test.tsv names 1 unknown query id(s): ['99']",
+        "qrels/test.tsv names 1 unknown query id ('99')",
     ),
     DatasetCase(
         "qrels_word_score",
@@ -428,7 +572,7 @@ DATASET_CASES: list[DatasetCase] = [
     DatasetCase(
         "qrels_duplicate_judgment",
         _append("qrels/test.tsv", "1\td1\t0"),
-        "{root}/qrels/test.tsv: duplicate (query, document) judgments: [('1', 'd1')]",
+        "{root}/qrels/test.tsv: 1 duplicate judgment (query '1' on 'd1')",
     ),
     DatasetCase(
         "qrels_header_only",
@@ -557,7 +701,7 @@ DATASET_CASES: list[DatasetCase] = [
             _append("corpus.jsonl", json.dumps({"_id": "dX\ud800", "text": "One."}))(root),
             _append("corpus.jsonl", json.dumps({"_id": "dX\udbff", "text": "Two."}))(root),
         ),
-        "{root}/corpus.jsonl: 1 duplicate document id(s): 'dX\ufffd' (lines [5, 6])",
+        "{root}/corpus.jsonl: 1 duplicate document id ('dX\ufffd' on 2 lines (5, 6))",
     ),
     DatasetCase(
         "surrogate_pair_escape_and_escaped_backslash_are_kept",

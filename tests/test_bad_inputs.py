@@ -54,7 +54,7 @@ def _build(case: DatasetCase, tmp_path: Path) -> tuple[Path, Path]:
         "download": None,
         "claims": {"files": [bad_inputs.CLAIMS_FILE]} if case.claims else None,
     }
-    params["parse"] = {**params["parse"], "empty_text": case.empty_text}
+    params["parse"] = {**params["parse"], "empty_text": case.empty_text, **(case.parse or {})}
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     return root, path
@@ -119,7 +119,9 @@ def test_dataset_case(
         msg = str(exc.value)
         assert "\n" not in msg, msg
         for part in _expected_parts(case, root):
-            assert part in msg
+            assert part in msg, msg[:2000]
+        if case.longest is not None:
+            assert len(msg) - len(str(root)) <= case.longest, len(msg)
         _no_leftovers(out)
         return
     parse_main()

@@ -58,7 +58,7 @@ def test_training_and_evaluated_queries_are_disjoint():
     texts = {" ".join(t.casefold().split()) for t in evaluated.queries.values()}
     assert not {" ".join(e.query.casefold().split()) for e in examples} & texts
     leak = D.Example("1", "d01", "whatever", "text", (), (), ())
-    with pytest.raises(DataValidationError, match=r"hold evaluated queries: \['1'\]"):
+    with pytest.raises(DataValidationError, match=r"hold 1 evaluated query \('1'\)$"):
         check_disjoint([*examples, leak], train)
 
 

@@ -140,7 +140,7 @@ def test_answers_map_their_passages_onto_the_run_and_count_the_rest(tmp_path):
         ([{"qid": "q1", "answer": "x", "latency_ms": -1}], "latency_ms -1 is not a count"),
         ([{"qid": "q1", "answer": "x", "passage_ids": ["a"], "passages": ["p", "q"]}],
          "2 passages for 1 passage_ids"),
-        ([{"qid": "q9", "answer": "x"}], r"1 queries not in the dataset \('q9'\)"),
+        ([{"qid": "q9", "answer": "x"}], r"1 query \('q9'\) not in the dataset"),
         ([{"qid": "q1", "answer": "x", "passage_ids": ["zz"]}],
          "used passage 'zz', neither a chunk nor a document"),
         ([], "holds no answer"),

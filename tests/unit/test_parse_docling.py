@@ -363,7 +363,7 @@ def test_qrels_naming_an_unknown_query(run, tmp_path):
     (tmp_path / "qrels.tsv").write_text(lines)
     ds = _dataset(run["folder"], golden=tmp_path)
     with pytest.raises(
-        DataValidationError, match=r"query id\(s\) not in .*queries.jsonl: \['q99'\]"
+        DataValidationError, match=r"qrels\.tsv: 1 query id \('q99'\) not in .*queries\.jsonl$"
     ):
         DoclingParser(max_failure_share=0.9).assemble(run["entries"], ds, [run["folder"]])
 

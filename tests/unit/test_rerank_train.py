@@ -63,7 +63,7 @@ def test_training_and_evaluated_queries_are_disjoint(train_root):
     assert not {" ".join(p.query.casefold().split()) for p in pairs} & texts
     # a pair list holding an evaluated query is refused
     leak = D.Pair("1", "d01", "positive", "whatever", "text", 1)
-    with pytest.raises(DataValidationError, match=r"hold evaluated queries: \['1'\]"):
+    with pytest.raises(DataValidationError, match=r"hold 1 evaluated query \('1'\)$"):
         D.check_disjoint([*pairs, leak], train)
 
 

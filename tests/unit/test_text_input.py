@@ -226,3 +226,136 @@ def test_a_content_length_that_is_not_ascii_digits_is_no_length(tmp_path: Path, 
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- lists in messages: how many, and at most a few ------------------------------------------
+
+
+def test_counted_says_how_many_and_shows_three() -> None:
+    from ragrig.core.text import counted, sample
+
+    assert counted([3, 7, 9, *range(100, 139)], "line") == "42 lines (3, 7, 9, … and 39 more)"
+    assert counted([3, 7, 9], "line") == "3 lines (3, 7, 9)"
+    assert counted([3, 7, 9, 11], "line") == "4 lines (3, 7, 9, … and 1 more)"
+    assert counted([3], "line") == "1 line (3)"
+    assert counted([], "line") == "0 lines"
+    assert counted(["a", "b"], "query", "queries", form=repr) == "2 queries ('a', 'b')"
+    assert counted(iter("abcdef"), "id", shown=1) == "6 ids (a, … and 5 more)"
+    assert sample(range(10**6)) == "0, 1, 2, … and 999997 more"
+    assert sample([]) == ""
+
+
+def test_a_million_duplicate_lines_give_a_short_message() -> None:
+    from ragrig.core.text import counted
+
+    msg = counted(range(1, 10**6 + 1), "line")
+    assert msg == "1000000 lines (1, 2, 3, … and 999997 more)"
+
+
+# --- ids TREC files and ragrig's tables hold as they are ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("d1", None),
+        ("MED-10", None),
+        ("d\u200b1", None),  # zero-width space: a format character, not whitespace
+        ("café/s001", None),
+        ("", "is empty"),
+        ("d 1", "holds whitespace (' ')"),
+        ("d\t1", "holds whitespace ('\\t')"),
+        ("d\xa01", "holds whitespace ('\\xa0')"),
+        ("d\u20281", "holds whitespace ('\\u2028')"),
+        ("d\u30001", "holds whitespace ('\\u3000')"),
+        ("d\x001", "holds a control character ('\\x00')"),
+        ("d\x7f1", "holds a control character ('\\x7f')"),
+        ("d\x9b1", "holds a control character ('\\x9b')"),
+    ],
+)
+def test_id_problem(value: str, problem: str | None) -> None:
+    from ragrig.core.text import id_problem
+
+    assert id_problem(value) == problem
+
+
+@pytest.mark.parametrize("bad", ["d\x001", "d\xa01", "d 1"])
+def test_the_trec_writer_refuses_what_parse_refuses(bad: str) -> None:
+    import pandas as pd
+
+    from ragrig.core.text import id_problem
+    from ragrig.metrics.trec import trec_qrels_lines, trec_run_lines
+
+    run = pd.DataFrame({"qid": ["1"], "doc_id": [bad], "score": [1.0], "rank": [1]})
+    with pytest.raises(DataValidationError) as exc:
+        trec_run_lines(run, "tag")
+    assert str(exc.value) == (
+        f"document id {bad!r} {id_problem(bad)}: TREC files separate fields by whitespace"
+    )
+    qrels = pd.DataFrame({"qid": [bad], "doc_id": ["d1"], "relevance": [1]})
+    with pytest.raises(DataValidationError, match="^query id "):
+        trec_qrels_lines(qrels)
+
+
+# --- bounded reading: one line, and what a .gz inflates to ------------------------------------
+
+
+def test_a_line_at_the_record_bound_is_read_one_past_it_is_not(tmp_path: Path) -> None:
+    from ragrig.core.io import ReadLimits, iter_lines
+
+    limits = ReadLimits(max_record_bytes=10)
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"0123456789\r\n0123456789\n0123456789")
+    assert [n for n, _ in iter_lines(path, limits)] == [1, 2, 3]
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf0123456789\n")  # the byte-order mark is not the record's
+    assert list(iter_lines(bom, limits)) == [(1, "0123456789\n")]
+    path.write_bytes(b"short\n0123456789A\nnever read\n")
+    with pytest.raises(DataValidationError) as exc:
+        list(iter_lines(path, limits))
+    assert str(exc.value) == (
+        f"{path}:2: line longer than 10 bytes (the max_record_bytes limit); not read further"
+    )
+    path.write_bytes(b"0123456789A")  # the last line, no newline
+    with pytest.raises(DataValidationError, match=r"a\.jsonl:1: line longer than 10 bytes"):
+        list(iter_lines(path, limits))
+
+
+def test_a_gzip_bomb_stops_at_the_bound_naming_the_setting(tmp_path: Path) -> None:
+    import gzip
+
+    from ragrig.core.io import ReadLimits, iter_lines
+
+    path = tmp_path / "corpus.jsonl.gz"
+    path.write_bytes(gzip.compress(b"{}\n" + b" " * 2**24 + b"\n", mtime=0))  # 16 MiB, 16 KB
+    assert path.stat().st_size < 20_000
+    with pytest.raises(DataValidationError) as exc:
+        list(iter_lines(path, ReadLimits(max_record_bytes=2**20, setting="parse")))
+    assert str(exc.value) == (
+        f"{path}:2: line longer than 1 MiB (raise parse.max_record_bytes to read it); "
+        "not read further"
+    )
+    many = b"{}\n" * 1000  # 3000 bytes inflated, on 1000 lines
+    path.write_bytes(gzip.compress(many, mtime=0))
+    limits = ReadLimits(max_record_bytes=100, max_inflated_bytes=1500)
+    with pytest.raises(DataValidationError) as exc:
+        list(iter_lines(path, limits))
+    assert str(exc.value) == (
+        f"{path}:501: inflates past 1.5 KiB (the max_inflated_bytes limit); not read further"
+    )
+    plain = tmp_path / "corpus.jsonl"  # the inflated bound is a .gz file's alone
+    plain.write_bytes(many)
+    assert sum(1 for _ in iter_lines(plain, limits)) == 1000
+
+
+def test_size_text() -> None:
+    from ragrig.core.io import size_text
+
+    assert [size_text(n) for n in (1, 1023, 1024, 1536, 2**26, 16 * 2**30)] == [
+        "1 bytes",
+        "1023 bytes",
+        "1 KiB",
+        "1.5 KiB",
+        "64 MiB",
+        "16 GiB",
+    ]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ragrig.core.errors import SchemaError
+from ragrig.core.text import counted
 
 
 @dataclass(frozen=True)
@@ -196,15 +197,19 @@ def validate(df: pd.DataFrame, schema: str) -> pd.DataFrame:
     spec = SCHEMAS[schema]
     missing = [c for c in spec.columns if c not in df.columns]
     if missing:
-        raise SchemaError(f"{schema}: missing columns {missing}; has {list(df.columns)}")
+        raise SchemaError(
+            f"{schema}: missing columns {missing}; has {counted(list(df.columns), 'column')}"
+        )
     for col, kind in spec.columns.items():
         if not _kind_ok(df[col], kind):
             raise SchemaError(f"{schema}: column {col!r} is {df[col].dtype}, expected {kind}")
     if spec.unique:
         dup = df.duplicated(list(spec.unique), keep=False)
         if dup.any():
-            sample = df.loc[dup, list(spec.unique)].head(5).to_dict("records")
-            raise SchemaError(f"{schema}: duplicate keys {list(spec.unique)}, e.g. {sample}")
+            rows = df.loc[dup, list(spec.unique)].to_dict("records")
+            raise SchemaError(
+                f"{schema}: duplicate keys {list(spec.unique)}: {counted(rows, 'row')}"
+            )
     return df
 
 

@@ -1,11 +1,13 @@
 """Text utilities shared by BM25, generators and judges: tokenisation and sentence splitting,
-and the checks of text that enters ragrig: lone surrogates replaced, integer fields read
-strictly."""
+the checks of text that enters ragrig (lone surrogates replaced, integer fields read strictly,
+ids that TREC files can hold) and the capped lists every message that names items uses."""
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -57,6 +59,60 @@ def surrogate_warning(where: str, count: int, lines: int = 1) -> str:
     (`file:line`), on `lines` lines."""
     more = f" on {lines} lines, the first here" if lines > 1 else ""
     return f"ragrig: warning: {where}: {count} lone surrogate(s) replaced by U+FFFD{more}"
+
+
+# A message that names items (ids, lines, files) shows this many of them, then how many more: a
+# corpus with one id on every line would otherwise give an error line of millions of characters.
+SHOWN = 3
+
+
+def sample(
+    items: Iterable[Any],
+    shown: int = SHOWN,
+    form: Callable[[Any], str] = str,
+    total: int | None = None,
+) -> str:
+    """At most `shown` of `items`, each written by `form`, then how many more:
+    `"3, 7, 9, … and 39 more"`. Reads `items` through (to count them) without keeping them;
+    `total` is the count when `items` holds only the first few of them (a manifest's sample)."""
+    head: list[str] = []
+    n = 0
+    for item in items:
+        if n < shown:
+            head.append(form(item))
+        n += 1
+    n = n if total is None else total
+    more = f", … and {n - shown} more" if n > shown else ""
+    return ", ".join(head) + more
+
+
+def counted(
+    items: Iterable[Any],
+    noun: str,
+    plural: str | None = None,
+    shown: int = SHOWN,
+    form: Callable[[Any], str] = str,
+) -> str:
+    """How many `items` there are and at most `shown` of them:
+    `counted([3, 7, 9, ...], "line")` is `"42 lines (3, 7, 9, … and 39 more)"`; one item is
+    `"1 line (3)"`; `plural` when the noun does not take an "s" ("query", "queries")."""
+    items = items if isinstance(items, list | tuple) else list(items)
+    word = noun if len(items) == 1 else (plural or noun + "s")
+    return f"{len(items)} {word} ({sample(items, shown, form)})" if items else f"0 {word}"
+
+
+def id_problem(value: str) -> str | None:
+    """What keeps `value` from being an id that TREC files (whitespace-separated fields, read by
+    C programs) and ragrig's tables hold as it is, or None when nothing does: empty, whitespace
+    of any script (a no-break space included) or a control character (NUL, DEL, C1)."""
+    if not value:
+        return "is empty"
+    for ch in value:
+        if ch.isspace():  # what the regex \s and str.split() take as whitespace too
+            return f"holds whitespace ({ch!r})"
+        if unicodedata.category(ch) == "Cc":
+            return f"holds a control character ({ch!r})"
+    return None
 
 
 # Integer and number fields of input files: ASCII digits only. Python's int() and float() also

@@ -2,7 +2,10 @@
 
 Every file is read as UTF-8 with a leading byte-order mark tolerated; a byte that is not UTF-8,
 a malformed line or a truncated gzip raises one `DataValidationError` naming the file and line.
-A lone surrogate (a JSON escape such as "\\ud83d" without its pair: text UTF-8 cannot hold) is
+A line longer than `ReadLimits.max_record_bytes` or a `.gz` inflating past
+`max_inflated_bytes` is refused naming the file and line (parse's settings; nothing reads a line
+whole first). An id (document, query, or either in qrels) with whitespace or a control character
+is refused naming file and line: TREC files could not hold it. A lone surrogate (a JSON escape such as "\\ud83d" without its pair: text UTF-8 cannot hold) is
 replaced by U+FFFD, counted, and warned about on stderr naming the file and its first line. A
 qrels grade is ASCII digits with an optional sign ("1_0" or a full-width "２" is refused).
 """
@@ -18,8 +21,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragrig.core.errors import DataValidationError
-from ragrig.core.io import iter_lines
-from ragrig.core.text import replace_surrogates_in, strict_int, surrogate_warning
+from ragrig.core.io import DEFAULT_LIMITS, ReadLimits, iter_lines
+from ragrig.core.text import (
+    counted,
+    id_problem,
+    replace_surrogates_in,
+    strict_int,
+    surrogate_warning,
+)
 
 # What to do with a document whose title and text are both blank (see conf/parse/beir.yaml).
 EmptyTextPolicy = Literal["error", "skip", "keep"]
@@ -79,15 +88,19 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def iter_jsonl(
-    path: Path, replaced: Replaced | None = None, warn: bool = True
+    path: Path,
+    replaced: Replaced | None = None,
+    warn: bool = True,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record); a malformed line raises naming file and line.
 
     Every lone surrogate in a record's strings (keys included) is replaced by U+FFFD and added
     to `replaced`; after the last line one warning on stderr names the file, the first line and
-    the count (unless `warn` is False: a second read of the same file)."""
+    the count (unless `warn` is False: a second read of the same file). `limits` bound one
+    line and a `.gz` file's inflated size (see `iter_lines`)."""
     count = lines = first = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, limits):
         if not line.strip():
             continue
         try:
@@ -118,7 +131,19 @@ def _id_of(record: dict[str, Any], path: Path, lineno: int) -> str:
         raise DataValidationError(
             f"{path}:{lineno}: '_id' must be a non-empty string or integer, got {rid!r}"
         )
-    return str(rid)
+    return check_id(str(rid), f"{path}:{lineno}", "'_id'")
+
+
+def check_id(value: str, where: str, what: str) -> str:
+    """`value` when it is an id every later stage can write (TREC files included), else one
+    error naming `where` (`file:line`) and the id escaped as Python writes a str."""
+    problem = id_problem(value)
+    if problem:
+        raise DataValidationError(
+            f"{where}: {what} {value!r} {problem}; an id may hold no whitespace or control "
+            "character (TREC run and qrels files separate fields by whitespace)"
+        )
+    return value
 
 
 def _field(record: dict[str, Any], name: str, path: Path, lineno: int) -> str:
@@ -132,9 +157,9 @@ def _field(record: dict[str, Any], name: str, path: Path, lineno: int) -> str:
     return str(value)
 
 
-def count_records(path: Path) -> int:
+def count_records(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> int:
     """Non-blank lines of a JSONL file (`.gz` decompressed): the records a reader will see."""
-    return sum(1 for _, line in iter_lines(path) if line.strip())
+    return sum(1 for _, line in iter_lines(path, limits) if line.strip())
 
 
 def _load_records(
@@ -143,17 +168,18 @@ def _load_records(
     fields: tuple[str, ...],
     done: Callable[[int], None] | None = None,
     replaced: Replaced | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Read id -> {field: text} and the ids whose fields are all blank (in file order).
 
-    Duplicate ids raise, naming every offending id (up to ten) and the lines they are on.
+    Duplicate ids raise with their count, a few of them and a few of the lines each is on.
     `done(1)` after each record read (a progress bar).
     """
     records: dict[str, dict[str, str]] = {}
     seen: dict[str, int] = {}
     dups: dict[str, list[int]] = {}
     empty: list[str] = []
-    for lineno, rec in iter_jsonl(path, replaced):
+    for lineno, rec in iter_jsonl(path, replaced, limits=limits):
         rid = _id_of(rec, path, lineno)
         if rid in seen:
             dups.setdefault(rid, [seen[rid]]).append(lineno)
@@ -165,9 +191,14 @@ def _load_records(
         if done is not None:
             done(1)
     if dups:
-        sample = ", ".join(f"{i!r} (lines {lines})" for i, lines in list(dups.items())[:10])
-        raise DataValidationError(f"{path}: {len(dups)} duplicate {kind} id(s): {sample}")
+        ids = counted(dups.items(), f"duplicate {kind} id", form=_on_lines)
+        raise DataValidationError(f"{path}: {ids}")
     return records, empty
+
+
+def _on_lines(dup: tuple[str, list[int]]) -> str:
+    rid, lines = dup
+    return f"{rid!r} on {counted(lines, 'line')}"
 
 
 def load_corpus(
@@ -175,6 +206,7 @@ def load_corpus(
     empty_text: str = "skip",
     done: Callable[[int], None] | None = None,
     replaced: Replaced | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """The corpus after the empty-text policy, and the ids of the blank documents (`done(1)`
     after each document read; lone surrogates replaced are added to `replaced`)."""
@@ -182,10 +214,11 @@ def load_corpus(
         raise DataValidationError(
             f"unknown empty_text policy {empty_text!r}; one of {EMPTY_TEXT_POLICIES}"
         )
-    corpus, empty = _load_records(path, "document", ("title", "text"), done, replaced)
+    corpus, empty = _load_records(path, "document", ("title", "text"), done, replaced, limits)
     if empty and empty_text == "error":
+        blank = counted(empty, "document", form=repr)
         raise DataValidationError(
-            f"{path}: {len(empty)} document(s) with empty title and text: {empty[:10]} "
+            f"{path}: {blank} with empty title and text "
             "(set parse.empty_text=skip or keep to accept them)"
         )
     if empty_text == "skip":
@@ -197,22 +230,27 @@ def load_corpus(
     return corpus, empty
 
 
-def load_queries(path: Path, replaced: Replaced | None = None) -> dict[str, str]:
-    queries, empty = _load_records(path, "query", ("text",), replaced=replaced)
+def load_queries(
+    path: Path, replaced: Replaced | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> dict[str, str]:
+    queries, empty = _load_records(path, "query", ("text",), replaced=replaced, limits=limits)
     if empty:
-        raise DataValidationError(f"{path}: {len(empty)} query(ies) with empty text: {empty[:10]}")
+        blank = counted(empty, "query", "queries", form=repr)
+        raise DataValidationError(f"{path}: {blank} with empty text")
     return {qid: rec["text"] for qid, rec in queries.items()}
 
 
 _SCALAR = (str, int, float, bool)
 
 
-def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
+def load_query_metadata(
+    path: Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
     """id -> {field: value} of each record's `metadata` object (queries or documents), scalar fields only, and the
     sorted names of the fields dropped because some value is an object or a list. The file's
     lone surrogates are replaced, not counted or warned about again (`load_queries` does)."""
     raw: dict[str, dict[str, Any]] = {}
-    for lineno, rec in iter_jsonl(path, warn=False):
+    for lineno, rec in iter_jsonl(path, warn=False, limits=limits):
         meta = rec.get("metadata")
         if meta is None:
             continue
@@ -237,11 +275,13 @@ def load_query_metadata(path: Path) -> tuple[dict[str, dict[str, Any]], tuple[st
     return {q: m for q, m in kept.items() if m}, tuple(nested)
 
 
-def load_query_filters(path: Path) -> dict[str, dict[str, Any]]:
+def load_query_filters(
+    path: Path, limits: ReadLimits = DEFAULT_LIMITS
+) -> dict[str, dict[str, Any]]:
     """qid -> predicate of each query's `metadata.filter` object: field -> a scalar or a list of
     scalars (any of them accepted). Anything else is one clear error naming the line."""
     filters: dict[str, dict[str, Any]] = {}
-    for lineno, rec in iter_jsonl(path, warn=False):
+    for lineno, rec in iter_jsonl(path, warn=False, limits=limits):
         meta = rec.get("metadata")
         if not isinstance(meta, dict) or meta.get("filter") is None:
             continue
@@ -261,7 +301,7 @@ def load_query_filters(path: Path) -> dict[str, dict[str, Any]]:
     return filters
 
 
-def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+def load_qrels(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (header `query-id corpus-id score`); a score is an integer in
     ASCII digits with an optional sign, surrounding whitespace aside."""
     if not path.is_file():
@@ -269,7 +309,7 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     dups: list[tuple[str, str]] = []
     first = True
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, limits):
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
@@ -285,25 +325,33 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
         qid, doc_id, score = (c.strip() for c in row)
         if not qid or not doc_id:
             raise DataValidationError(f"{path}:{lineno}: empty query or document id")
+        check_id(qid, f"{path}:{lineno}", "query id")
+        check_id(doc_id, f"{path}:{lineno}", "document id")
         rel = strict_int(score, f"{path}:{lineno}", "score", signed=True)
         if doc_id in qrels.setdefault(qid, {}):
             dups.append((qid, doc_id))
         qrels[qid][doc_id] = rel
     if dups:
-        raise DataValidationError(f"{path}: duplicate (query, document) judgments: {dups[:10]}")
+        pairs = counted(dups, "duplicate judgment", form=lambda p: f"query {p[0]!r} on {p[1]!r}")
+        raise DataValidationError(f"{path}: {pairs}")
     if not qrels:
         raise DataValidationError(f"{path}: no judgments")
     return qrels
 
 
 def load_beir(
-    root: Path, split: str, empty_text: str = "skip", done: Callable[[int], None] | None = None
+    root: Path,
+    split: str,
+    empty_text: str = "skip",
+    done: Callable[[int], None] | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> BeirDataset:
     """Load corpus, the split's queries and qrels; cross-check every id.
 
     `empty_text` decides what a document with blank title and text does: `error` refuses the
     corpus, `skip` leaves it out (its judgments stay in qrels, so a query's gold still counts it
-    and recall is not inflated), `keep` keeps it with empty content.
+    and recall is not inflated), `keep` keeps it with empty content. `limits` bound a line and
+    a `.gz` file's inflated size in every file read.
     """
     root = Path(root)
     if not root.is_dir():
@@ -313,29 +361,28 @@ def load_beir(
         )
     corpus_path = find_corpus(root)
     in_corpus, in_queries = Replaced(), Replaced()
-    corpus, empty = load_corpus(corpus_path, empty_text, done, in_corpus)
-    all_queries = load_queries(root / "queries.jsonl", in_queries)
-    metadata, nested = load_query_metadata(root / "queries.jsonl")
-    filters = load_query_filters(root / "queries.jsonl")
-    doc_metadata, _ = load_query_metadata(corpus_path)  # a document's scalar fields, likewise
-    qrels = load_qrels(root / "qrels" / f"{split}.tsv")
+    corpus, empty = load_corpus(corpus_path, empty_text, done, in_corpus, limits)
+    all_queries = load_queries(root / "queries.jsonl", in_queries, limits)
+    metadata, nested = load_query_metadata(root / "queries.jsonl", limits)
+    filters = load_query_filters(root / "queries.jsonl", limits)
+    # a document's scalar fields, likewise
+    doc_metadata, _ = load_query_metadata(corpus_path, limits)
+    qrels = load_qrels(root / "qrels" / f"{split}.tsv", limits)
     unknown_q = sorted(q for q in qrels if q not in all_queries)
     if unknown_q:
-        raise DataValidationError(
-            f"qrels/{split}.tsv names {len(unknown_q)} unknown query id(s): {unknown_q[:10]}"
-        )
+        ids = counted(unknown_q, "unknown query id", form=repr)
+        raise DataValidationError(f"qrels/{split}.tsv names {ids}")
     known_docs = corpus.keys() | set(empty)
     unknown_d = sorted({d for rels in qrels.values() for d in rels if d not in known_docs})
     if unknown_d:
-        raise DataValidationError(
-            f"qrels/{split}.tsv names {len(unknown_d)} unknown document id(s): {unknown_d[:10]}"
-        )
+        ids = counted(unknown_d, "unknown document id", form=repr)
+        raise DataValidationError(f"qrels/{split}.tsv names {ids}")
     queries = {qid: all_queries[qid] for qid in sorted(qrels)}
     unjudged = tuple(q for q in all_queries if q not in qrels)
     elsewhere = {}
     for other in sorted((root / "qrels").glob("*.tsv")):
         if other.stem != split and unjudged:
-            judged = _judged_qids(other)
+            judged = _judged_qids(other, limits)
             elsewhere[other.stem] = sum(1 for q in unjudged if q in judged)
     return BeirDataset(
         corpus=corpus,
@@ -354,9 +401,11 @@ def load_beir(
     )
 
 
-def _judged_qids(path: Path) -> set[str]:
+def _judged_qids(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> set[str]:
     """Query ids another split's qrels file judges, read leniently: it only explains counts."""
     try:
-        return {line.split("\t", 1)[0].strip() for _, line in iter_lines(path) if "\t" in line}
+        return {
+            line.split("\t", 1)[0].strip() for _, line in iter_lines(path, limits) if "\t" in line
+        }
     except DataValidationError:
         return set()

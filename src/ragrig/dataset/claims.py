@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.core.errors import DataValidationError
+from ragrig.core.io import DEFAULT_LIMITS, ReadLimits
 from ragrig.dataset.beir import Replaced, iter_jsonl
 
 NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
@@ -23,14 +24,17 @@ def claim_label(evidence: dict[str, list[dict[str, Any]]]) -> str:
     return "MIXED"
 
 
-def load_claims(paths: list[Path], replaced: Replaced | None = None) -> dict[str, dict[str, Any]]:
+def load_claims(
+    paths: list[Path], replaced: Replaced | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> dict[str, dict[str, Any]]:
     """Map claim id -> {label, evidence}; a claim id appearing in two files is an error. Lone
-    surrogates in a record are replaced by U+FFFD and added to `replaced` (see `iter_jsonl`)."""
+    surrogates in a record are replaced by U+FFFD and added to `replaced`; `limits` bound a
+    line and a `.gz` file's inflated size (see `iter_jsonl`)."""
     claims: dict[str, dict[str, Any]] = {}
     for path in paths:
         if not path.exists():
             raise DataValidationError(f"claims file not found: {path}")
-        for lineno, rec in iter_jsonl(path, replaced):
+        for lineno, rec in iter_jsonl(path, replaced, limits=limits):
             if "id" not in rec or "claim" not in rec:
                 raise DataValidationError(f"{path}:{lineno}: claim record needs 'id' and 'claim'")
             evidence = rec.get("evidence") or {}

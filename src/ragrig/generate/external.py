@@ -29,6 +29,7 @@ import pandas as pd
 
 from ragrig.core.errors import DataValidationError
 from ragrig.core.schemas import empty_table
+from ragrig.core.text import counted
 
 STATUSES = ("ok", "error", "timeout", "empty")
 
@@ -149,8 +150,8 @@ def to_generations(
     known = set(query_ids)
     unknown = sorted({a.qid for a in answers} - known)
     if unknown:
-        shown = ", ".join(repr(q) for q in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
-        raise DataValidationError(f"{source}: {len(unknown)} queries not in the dataset ({shown})")
+        queries = counted(unknown, "query", "queries", form=repr)
+        raise DataValidationError(f"{source}: {queries} not in the dataset")
     text = dict(zip(chunks["chunk_id"].astype(str), chunks["text"], strict=True))
     doc_of = dict(zip(chunks["chunk_id"].astype(str), chunks["doc_id"].astype(str), strict=True))
     first_chunk: dict[str, str] = {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ragrig.core.text import counted
+
 
 class InvalidVerdict(ValueError):
     """A verdict whose supported/unsupported claims do not partition the extracted claims."""
@@ -43,12 +45,13 @@ class Verdict:
             raise InvalidVerdict("a refusal has no claims; claims make it a partial_refusal")
         blank = [c for c in self.extracted + self.supported + self.unsupported if not c.strip()]
         if blank:
-            raise InvalidVerdict(f"blank claim(s): {blank!r}")
+            raise InvalidVerdict(counted(blank, "blank claim", form=repr))
         if len(set(self.extracted)) != len(self.extracted):
             raise InvalidVerdict("duplicate extracted claims")
         overlap = set(self.supported) & set(self.unsupported)
         if overlap:
-            raise InvalidVerdict(f"claims both supported and unsupported: {sorted(overlap)}")
+            both = counted(sorted(overlap), "claim", form=repr)
+            raise InvalidVerdict(f"{both} both supported and unsupported")
         union = set(self.supported) | set(self.unsupported)
         if union != set(self.extracted) or len(self.supported) + len(self.unsupported) != len(
             self.extracted
@@ -63,7 +66,8 @@ class Verdict:
             raise InvalidVerdict("claim_scores must give one probability in [0, 1] per claim")
         wrong = {c for c, _, _ in self.contradictions} - set(self.unsupported)
         if wrong:
-            raise InvalidVerdict(f"contradicted claims must be unsupported: {sorted(wrong)}")
+            wrong_ones = counted(sorted(wrong), "claim", form=repr)
+            raise InvalidVerdict(f"contradicted claims must be unsupported: {wrong_ones}")
         if self.answer_score is not None and not (
             self.extracted and 0.0 <= self.answer_score <= 1.0
         ):

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragrig.core.text import counted
+
 
 def _arrays(labels: Sequence[int], values: Sequence[float], what: str) -> tuple:
     y = np.asarray(labels)
@@ -32,7 +34,8 @@ def _arrays(labels: Sequence[int], values: Sequence[float], what: str) -> tuple:
     if len(y) == 0:
         raise ValueError("no rows to measure")
     if not np.isin(y, (0, 1)).all():
-        raise ValueError(f"human labels must be 0 or 1, got {sorted(set(y.tolist()) - {0, 1})}")
+        other = counted(sorted(set(y.tolist()) - {0, 1}), "other value")
+        raise ValueError(f"human labels must be 0 or 1, got {other}")
     if not np.isfinite(v).all():
         raise ValueError(f"{what} must be finite numbers (no None/NaN)")
     return y.astype(int), v

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ragrig.core.errors import DataValidationError
+from ragrig.core.text import counted
 from ragrig.metrics.ir import Qrels, Rankings, per_query
 from ragrig.metrics.names import ALL, MISSING
 
@@ -60,8 +61,8 @@ def check_same_queries(
         return
     only_a, only_b = sorted(sa - sb), sorted(sb - sa)
     raise DataValidationError(
-        f"paired deltas need runs on the same queries: {len(only_a)} query id(s) only in "
-        f"{names[0]} {only_a[:5]}, {len(only_b)} only in {names[1]} {only_b[:5]}"
+        f"paired deltas need runs on the same queries: {counted(only_a, 'query id', form=repr)} "
+        f"only in {names[0]}, {counted(only_b, 'query id', form=repr)} only in {names[1]}"
     )
 
 

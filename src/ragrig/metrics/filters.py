@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragrig.core.predicates import Metadata, matches, passing  # noqa: F401 (re-exported)
+from ragrig.core.text import counted
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def false_exclusion(
     eligible = passing(metadata, eligibility)
     unknown = sorted({d for docs in gold.values() for d in docs} - set(metadata))
     if unknown:
-        raise ValueError(f"gold documents with no metadata: {unknown[:10]}")
+        raise ValueError(f"{counted(unknown, 'gold document', form=repr)} with no metadata")
     excluded, ineligible_only = [], []
     n_queries = n_gold = n_removed = 0
     for qid in sorted(gold):

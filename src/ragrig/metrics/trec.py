@@ -20,7 +20,6 @@ ragrig's means: trec_eval gives the same means with `-c`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,16 +28,17 @@ import pandas as pd
 
 from ragrig.core.errors import DataValidationError
 from ragrig.core.io import atomic_write_text
-from ragrig.core.text import strict_float, strict_int
-
-_SPACE = re.compile(r"\s")
+from ragrig.core.text import id_problem, strict_float, strict_int
 
 
 def _check_id(value: str, what: str) -> str:
+    """`value` as text when a TREC file can hold it; the rule is parse's (`id_problem`), so an id
+    parse accepted never fails here after the compute."""
     value = str(value)
-    if not value or _SPACE.search(value):
+    problem = id_problem(value)
+    if problem:
         raise DataValidationError(
-            f"TREC files separate fields by whitespace: {what} {value!r} is empty or holds whitespace"
+            f"{what} {value!r} {problem}: TREC files separate fields by whitespace"
         )
     return value
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from ragrig.core.io import DEFAULT_LIMITS, ReadLimits
+from ragrig.core.text import sample
 from ragrig.dataset.beir import BeirDataset
 from ragrig.dataset.claims import UNKNOWN
 from ragrig.parse.base import META_PREFIX, Parsed, content_hash
@@ -17,13 +19,20 @@ from ragrig.parse.base import META_PREFIX, Parsed, content_hash
 class BeirParser:
     """BEIR layout plus, when configured, SciFact-style claim files for per-query labels."""
 
-    def __init__(self, title_separator: str = ". ", empty_text: str = "skip"):
+    def __init__(
+        self,
+        title_separator: str = ". ",
+        empty_text: str = "skip",
+        limits: ReadLimits = DEFAULT_LIMITS,
+    ):
         self.title_separator = title_separator
         self.empty_text = empty_text
+        self.limits = limits
 
     @classmethod
     def from_config(cls, cfg: Any) -> BeirParser:
-        return cls(cfg.title_separator, cfg.empty_text)
+        limits = ReadLimits(cfg.max_record_bytes, cfg.max_inflated_bytes, setting="parse")
+        return cls(cfg.title_separator, cfg.empty_text, limits)
 
     def parse(self, dataset: Any) -> Parsed:
         from ragrig.core.progress import bar
@@ -31,11 +40,13 @@ class BeirParser:
         from ragrig.dataset.claims import load_claims
 
         root = Path(dataset.root)
-        with bar("parse", _corpus_records(root), "documents") as b:
-            data = load_beir(root, dataset.split, empty_text=self.empty_text, done=b.update)
+        with bar("parse", _corpus_records(root, self.limits), "documents") as b:
+            data = load_beir(
+                root, dataset.split, self.empty_text, done=b.update, limits=self.limits
+            )
         in_claims = Replaced()
         claims = (
-            load_claims([root / f for f in dataset.claims.files], in_claims)
+            load_claims([root / f for f in dataset.claims.files], in_claims, self.limits)
             if dataset.claims
             else None
         )
@@ -53,7 +64,7 @@ class BeirParser:
         )
 
 
-def _corpus_records(root: Path) -> int | None:
+def _corpus_records(root: Path, limits: ReadLimits) -> int | None:
     """The corpus's record count for the progress bar's total: counted (one more read of the
     file) only when a bar is drawn; None when unknown (load_beir then names any problem)."""
     from ragrig.core.errors import DataValidationError
@@ -63,7 +74,7 @@ def _corpus_records(root: Path) -> int | None:
     if not enabled() or not root.is_dir():
         return None
     try:
-        return count_records(find_corpus(root))
+        return count_records(find_corpus(root), limits)
     except DataValidationError:
         return None
 
@@ -228,7 +239,11 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         lines.append(
             f"parse: {e['documents']} document(s) with empty title and text {done} "
             f"(parse.empty_text={e['policy']}): {e['judged_documents']} of them judged"
-            + (f" ({', '.join(e['judged_doc_ids'][:5])})" if e["judged_doc_ids"] else "")
+            + (
+                f" ({sample(e['judged_doc_ids'], total=e['judged_documents'])})"
+                if e["judged_doc_ids"]
+                else ""
+            )
             + f", {e['positive_judgments']} positive judgment(s) on {e['queries_affected']} "
             "query(ies) kept in qrels"
             + (" (counted as gold that cannot be retrieved)" if e["policy"] == "skip" else "")

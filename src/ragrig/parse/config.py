@@ -17,6 +17,17 @@ class ParseBeir(Section):
         description="a document with blank title and text: refuse the corpus, leave it out "
         "(its judgments still count in the gold) or keep it with empty content",
     )
+    max_record_bytes: int = Field(
+        64 * 2**20,
+        gt=0,
+        description="a longer line (one record) of the corpus, queries, qrels or claim files "
+        "refuses the dataset naming file and line; reading holds at most this much of a line",
+    )
+    max_inflated_bytes: int = Field(
+        16 * 2**30,
+        gt=0,
+        description="a .gz file that inflates past this refuses the dataset (a gzip bomb)",
+    )
 
 
 class ParseDocling(Section):

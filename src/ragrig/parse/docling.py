@@ -33,6 +33,7 @@ import pandas as pd
 
 from ragrig.core.errors import DataValidationError, RagrigError
 from ragrig.core.text import (
+    counted,
     replace_surrogates,
     replace_surrogates_in,
     strict_int,
@@ -394,7 +395,7 @@ def map_gold(path: str, section: str, target: GoldTarget, where: str, unit: str)
         sections = sorted({s for _, s in rows if s})
         raise DataValidationError(
             f"{where}: file {path!r} has no section {section!r}"
-            f" (its sections: {sections[:10]}{' ...' if len(sections) > 10 else ''})"
+            f" (its {counted(sections, 'section', form=repr)})"
         )
     return hit
 
@@ -445,7 +446,8 @@ def load_golden(folder: Path, target: GoldTarget, unit: str) -> Any:
     qrels = load_gold_qrels(rpath, target, unit)
     unknown = sorted(set(qrels) - set(queries))
     if unknown:
-        raise DataValidationError(f"{rpath}: query id(s) not in {qpath}: {unknown[:10]}")
+        ids = counted(unknown, "query id", form=repr)
+        raise DataValidationError(f"{rpath}: {ids} not in {qpath}")
     return BeirDataset(
         corpus={},
         queries={q: t for q, t in queries.items() if q in qrels},

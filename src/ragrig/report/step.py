@@ -12,6 +12,7 @@ import pandas as pd
 
 from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.core.schemas import GENERATION_STATUSES, JUDGMENT_STATUSES
+from ragrig.core.text import counted
 from ragrig.metrics.aggregate import (
     Slices,
     aggregate,
@@ -56,9 +57,8 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
     (the stage passes runtime.seed) seeds the bootstrap intervals."""
     unknown = sorted(set(inp.qrels["qid"]) - set(inp.queries["qid"]))
     if unknown:
-        raise DataValidationError(
-            f"qrels name {len(unknown)} query id(s) missing from the queries table: {unknown[:10]}"
-        )
+        ids = counted(unknown, "query id", form=repr)
+        raise DataValidationError(f"qrels name {ids} missing from the queries table")
     qrels = qrels_from_table(inp.qrels)
     measures = measure_names(cfg.k_values)
     final = per_query(rankings_from_run(inp.reranked), qrels, measures)

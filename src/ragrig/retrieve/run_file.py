@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ragrig.core.errors import DataValidationError
+from ragrig.core.text import sample
 
 TREC_SUFFIXES = (".run", ".trec", ".txt")
 
@@ -130,10 +131,9 @@ def read_run_file(path: Path, fmt: str = "auto") -> pd.DataFrame:
 def _unknown(values: pd.Series, known: set[str], what: str, path: Path) -> None:
     bad = sorted(set(values) - known)
     if bad:
-        shown = ", ".join(repr(b) for b in bad[:3]) + (", ..." if len(bad) > 3 else "")
         raise DataValidationError(
-            f"{path}: {len(bad)} {what} not in the dataset ({shown}): is system.run_file the "
-            "run of this corpus and these queries?"
+            f"{path}: {len(bad)} {what} not in the dataset ({sample(bad, form=repr)}): is "
+            "system.run_file the run of this corpus and these queries?"
         )
 
 

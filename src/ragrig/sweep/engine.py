@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from ragrig.core.text import sample
 from ragrig.sweep import launchers, results
 from ragrig.sweep.grid import (
     SweepError,
@@ -287,7 +288,7 @@ def run_queue(
             if idle_polls >= 15:  # no worker left for 15 polls while points are still pending
                 raise SweepError(
                     f"no DVC queue worker is running and {len(pending)} point(s) are not done "
-                    f"({', '.join(pending)}); see `dvc queue status` and `dvc queue start`"
+                    f"({sample(pending)}); see `dvc queue status` and `dvc queue start`"
                 )
             time.sleep(poll)
     return {points[i].index: o for i, o in outcomes.items()}

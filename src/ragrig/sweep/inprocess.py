@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ragrig.core.text import sample
 from ragrig.sweep.grid import SweepError
 from ragrig.sweep.prepare import EXP_PARENTS
 
@@ -51,7 +52,7 @@ def check_clean(project: Path) -> None:
     if dirty:
         raise SweepError(
             "--executor worktree runs the points on HEAD, and these tracked files have "
-            f"uncommitted changes: {', '.join(dirty[:10])}; commit them or use the default "
+            f"uncommitted changes: {sample(dirty)}; commit them or use the default "
             "executor (`dvc exp run --temp`)"
         )
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from ragrig.core.text import counted
 from ragrig.sweep.grid import SweepError, compose_point, grid
 
 # Where DVC puts the temporary copy of a `dvc exp run --temp` point and of a queued experiment
@@ -88,7 +89,7 @@ def check_lock_outputs(project: Path) -> None:
     if missing:
         raise SweepError(
             f"the committed dvc.lock names outputs this clone's DVC cache does not hold "
-            f"({', '.join(missing)}); DVC would fail every experiment that restores a stage "
+            f"({counted(missing, 'output')}); DVC would fail every experiment that restores a stage "
             "from the run-cache. Stop tracking it (`git rm --cached dvc.lock` and commit) or "
             "run `make repro` once to fill the cache"
         )

@@ -38,7 +38,6 @@ set and counted. Only exclusive exceptions are built: an exception that names an
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import re
@@ -139,9 +138,11 @@ class Built:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """The records of a JSONL file (`.gz` or not), read as the dataset readers read theirs:
+    bounded per line and inflated size, malformed lines named by file and line."""
+    from ragrig.dataset.beir import iter_jsonl
+
+    return [rec for _, rec in iter_jsonl(path)]
 
 
 def _sentences_of(

@@ -84,18 +84,20 @@ def _label(mapping: dict[str, str], value: Any, where: str) -> str:
 
 
 def _jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _bad(where, f"not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise _bad(where, "a line must be a JSON object")
-            yield where, rec
+    from ragrig.core.io import iter_lines
+
+    # line by line within the default record bound, a byte that is not UTF-8 named by its line
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _bad(where, f"not JSON ({exc.msg})") from None
+        if not isinstance(rec, dict):
+            raise _bad(where, "a line must be a JSON object")
+        yield where, rec
 
 
 def _field(rec: dict[str, Any], key: str, where: str) -> str:

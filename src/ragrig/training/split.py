@@ -23,6 +23,7 @@ from pydantic import Field
 
 from ragrig.core.config import Section
 from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.text import counted
 
 
 class MiningConfig(Section):
@@ -75,9 +76,8 @@ def training_queries(
     texts = load_queries(root / "queries.jsonl")
     missing = sorted(q for q in qrels if q not in texts)
     if missing:
-        raise DataValidationError(
-            f"{train_path}: {len(missing)} judged query id(s) not in queries.jsonl: {missing[:10]}"
-        )
+        ids = counted(missing, "judged query id", form=repr)
+        raise DataValidationError(f"{train_path}: {ids} not in queries.jsonl")
     eval_qids = frozenset(eval_qrels)
     eval_texts = frozenset(norm(texts[q]) for q in eval_qids if q in texts)
     kept: dict[str, str] = {}
@@ -103,7 +103,8 @@ def check_disjoint(items: Iterable[Any], train: TrainingQueries) -> None:
         {p.qid for p in items if p.qid in train.eval_qids or norm(p.query) in train.eval_texts}
     )
     if leaked:
-        raise DataValidationError(f"training pairs hold evaluated queries: {leaked[:10]}")
+        queries = counted(leaked, "evaluated query", "evaluated queries", form=repr)
+        raise DataValidationError(f"training pairs hold {queries}")
 
 
 def mine_negatives(

@@ -19,7 +19,6 @@ still make claims). An answer the judge failed on is counted as `not_judged`.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from collections.abc import Iterable
@@ -64,19 +63,15 @@ def load_reference_answers(path: str | Path) -> tuple[list[ReferenceAnswer], dic
     answerability; bad input is a DataValidationError naming the file, line and field. Lone
     surrogates are replaced by U+FFFD, counted (`surrogates_replaced`, only when there are some)
     and warned about on stderr with the first line."""
+    from ragrig.core.io import iter_lines
     from ragrig.core.text import replace_surrogates_in, surrogate_warning
 
     path = resolve_dataset_file(Path(path))
-    opener = gzip.open if path.suffix == ".gz" else open
     out: list[ReferenceAnswer] = []
     seen: set[str] = set()
     replaced = replaced_lines = first = 0
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            lines = list(fh)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataValidationError(f"{path}: cannot read: {exc}") from exc
-    for lineno, line in enumerate(lines, start=1):
+    # line by line within the default record and inflated-size bounds, never the whole file
+    for lineno, line in iter_lines(path):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
