@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -162,6 +163,9 @@ def test_stage_parses_a_folder_with_hostile_names_and_text(tmp_path, monkeypatch
     assert "Secret" not in " ".join(read_table(out / "documents.parquet", "documents")["content"])
     documents = read_table(out / "documents.parquet", "documents")
     assert sorted(set(documents["path"])) == ["caf\ufffd.md", "page.html"]
+    # the id of a file whose name is not UTF-8 is printable ASCII (TREC files, HTML, MLflow)
+    ids = documents.loc[documents["path"] == "caf\ufffd.md", "doc_id"].tolist()
+    assert len(ids) == 1 and re.fullmatch(r"caf-md-[0-9a-f]{10}/s000", ids[0]), ids
     page = " ".join(documents.loc[documents["path"] == "page.html", "content"])
     assert page.count("\ufffd") == 2  # from the HTML parser, not counted
     assert read_table(out / "queries.parquet", "queries")["text"].tolist() == [
