@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import stat
 import sys
 import tarfile
@@ -964,6 +965,262 @@ ARCHIVE_CASES: list[ArchiveCase] = [
 ]
 
 
+# --- documents folders for parse=docling ----------------------------------------------------------
+#
+# Each case fills a documents folder (and `outside`, a sibling folder that is not a documents
+# folder), then states what listing the folder gives each file, before any conversion: its path
+# as shown, status ("" = to be converted), cause and reason. Nothing here needs docling.
+
+PDF_HEAD = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n"
+PNG_HEAD = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+def _zip_of(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _put(name: bytes | str, data: bytes) -> Callable[[Path, Path], None]:
+    """Write `name` (bytes: a file name that need not be UTF-8) in the documents folder."""
+
+    def build(folder: Path, outside: Path) -> None:
+        raw = name if isinstance(name, bytes) else name.encode()
+        with open(os.path.join(os.fsencode(folder), raw), "wb") as fh:
+            fh.write(data)
+
+    return build
+
+
+def _link(name: str, target: Callable[[Path, Path], Path]) -> Callable[[Path, Path], None]:
+    def build(folder: Path, outside: Path) -> None:
+        (folder / name).symlink_to(target(folder, outside))
+
+    return build
+
+
+def _outside_file(folder: Path, outside: Path) -> Path:
+    (outside / "secret.md").write_text("# Secret\n\nNot part of the corpus.\n")
+    return outside / "secret.md"
+
+
+def _inside_file(folder: Path, outside: Path) -> Path:
+    (folder / "sub").mkdir()
+    (folder / "sub" / "notes.md").write_text("# Notes\n\nIn the corpus once.\n")
+    return Path("sub/notes.md")  # a relative link, resolved from the folder
+
+
+@dataclass(frozen=True)
+class DocumentsCase:
+    name: str
+    build: Callable[[Path, Path], None]
+    # path as listed -> (status, cause, reason); status "" = to be converted
+    expected: dict[str, tuple[str, str, str]]
+    follow_outside_links: bool = False
+
+
+_CONVERT = ("", "", "")
+DOCUMENT_CASES: list[DocumentsCase] = [
+    # content that is not what the extension says
+    DocumentsCase(
+        "zip_named_pdf",
+        _put("report.pdf", _zip_of({"a.txt": b"hello"})),
+        {
+            "report.pdf": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .pdf: a ZIP archive",
+            )
+        },
+    ),
+    DocumentsCase(
+        "pdf_named_docx",
+        _put("letter.docx", PDF_HEAD),
+        {
+            "letter.docx": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .docx: a PDF",
+            )
+        },
+    ),
+    DocumentsCase(
+        "zip_without_word_part_named_docx",
+        _put("letter.docx", _zip_of({"[Content_Types].xml": b"<Types/>", "a.txt": b"x"})),
+        {
+            "letter.docx": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .docx: a ZIP archive without word/",
+            )
+        },
+    ),
+    DocumentsCase(
+        "text_named_xlsx",
+        _put("table.xlsx", b"a,b\n1,2\n"),
+        {
+            "table.xlsx": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .xlsx: not a ZIP archive",
+            )
+        },
+    ),
+    DocumentsCase(
+        "png_named_html",
+        _put("page.html", PNG_HEAD + bytes(64)),
+        {
+            "page.html": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .html: a PNG image",
+            )
+        },
+    ),
+    DocumentsCase(
+        "binary_named_md",
+        _put("notes.md", b"# Notes\n\x00\x01\x02\x00"),
+        {
+            "notes.md": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .md: binary content (NUL bytes)",
+            )
+        },
+    ),
+    DocumentsCase(
+        "pdf_without_header",
+        _put("scan.pdf", b"1 0 obj << >> endobj\n"),
+        {
+            "scan.pdf": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .pdf: no %PDF- header",
+            )
+        },
+    ),
+    DocumentsCase(
+        "pdf_header_after_junk",  # readers accept a header within the first 1024 bytes
+        _put("late.pdf", b"\r\n" * 10 + PDF_HEAD),
+        {"late.pdf": _CONVERT},
+    ),
+    DocumentsCase(
+        "empty_pdf",
+        _put("empty.pdf", b""),
+        {"empty.pdf": ("failed", "empty", "empty file (0 bytes)")},
+    ),
+    # symbolic links
+    DocumentsCase(
+        "symlink_out_of_the_folder",
+        _link("leak.md", _outside_file),
+        {
+            "leak.md": (
+                "skipped",
+                "link_outside",
+                "symbolic link to a file outside the documents folder "
+                "(parse.follow_outside_links is false)",
+            )
+        },
+    ),
+    DocumentsCase(
+        "symlink_out_of_the_folder_followed",
+        _link("leak.md", _outside_file),
+        {"leak.md": _CONVERT},
+        follow_outside_links=True,
+    ),
+    DocumentsCase(
+        "symlink_within_the_folder",
+        _link("alias.md", _inside_file),
+        {
+            "alias.md": (
+                "skipped",
+                "link_inside",
+                "symbolic link to sub/notes.md: parsed under that path",
+            ),
+            "sub/notes.md": _CONVERT,
+        },
+    ),
+    DocumentsCase(
+        "symlink_to_a_folder_outside",
+        _link("elsewhere", lambda folder, outside: outside),
+        {
+            "elsewhere": (
+                "skipped",
+                "link_to_folder",
+                "symbolic link to a folder: not descended",
+            )
+        },
+    ),
+    DocumentsCase(
+        "symlink_to_a_device",
+        _link("zero.md", lambda folder, outside: Path("/dev/zero")),
+        {
+            "zero.md": (
+                "skipped",
+                "link_outside",
+                "symbolic link to a file outside the documents folder "
+                "(parse.follow_outside_links is false)",
+            )
+        },
+    ),
+    DocumentsCase(
+        "symlink_to_a_device_followed",
+        _link("zero.md", lambda folder, outside: Path("/dev/zero")),
+        {
+            "zero.md": (
+                "skipped",
+                "not_regular",
+                "symbolic link to something that is not a regular file",
+            )
+        },
+        follow_outside_links=True,
+    ),
+    DocumentsCase(
+        "broken_symlink",
+        _link("gone.md", lambda folder, outside: outside / "missing.md"),
+        {"gone.md": ("failed", "broken_link", "broken symbolic link: its target does not exist")},
+    ),
+    DocumentsCase(
+        "symlink_loop",
+        _link("loop.md", lambda folder, outside: Path("loop.md")),
+        {"loop.md": ("failed", "broken_link", "broken symbolic link: its target does not exist")},
+    ),
+    # file names that are not UTF-8: kept, shown with U+FFFD for each undecodable byte
+    DocumentsCase(
+        "name_not_utf8",
+        _put(b"caf\xe9.md", b"# Menu\n\nCoffee.\n"),
+        {"caf\ufffd.md": _CONVERT},
+    ),
+    DocumentsCase(
+        "extension_not_utf8",
+        _put(b"notes.t\xe9xt", b"plain text\n"),
+        {"notes.t\ufffdxt": ("skipped", "unsupported", "unsupported extension '.t\ufffdxt'")},
+    ),
+    DocumentsCase(
+        "name_not_utf8_and_zip_named_pdf",
+        _put(b"r\xe9port.pdf", _zip_of({"a.txt": b"hello"})),
+        {
+            "r\ufffdport.pdf": (
+                "failed",
+                "content_mismatch",
+                "content does not match its extension .pdf: a ZIP archive",
+            )
+        },
+    ),
+]
+
+
+def write_documents_case(case: DocumentsCase, root: Path) -> Path:
+    """The case's documents folder, `root/docs` (its `outside` beside it)."""
+    folder, outside = root / "docs", root / "outside"
+    folder.mkdir(parents=True)
+    outside.mkdir()
+    case.build(folder, outside)
+    return folder
+
+
 def main(out: Path) -> None:
     """Write every dataset case (folder) and archive case (file) under `out`."""
     for case in DATASET_CASES:
@@ -973,7 +1230,12 @@ def main(out: Path) -> None:
     (out / "archives").mkdir(parents=True, exist_ok=True)
     for case in ARCHIVE_CASES:
         (out / "archives" / f"{case.name}.bin").write_bytes(case.blob())
-    print(f"{len(DATASET_CASES)} datasets and {len(ARCHIVE_CASES)} archives under {out}")
+    for doc_case in DOCUMENT_CASES:
+        write_documents_case(doc_case, out / "documents" / doc_case.name)
+    print(
+        f"{len(DATASET_CASES)} datasets, {len(ARCHIVE_CASES)} archives and "
+        f"{len(DOCUMENT_CASES)} documents folders under {out}"
+    )
 
 
 if __name__ == "__main__":

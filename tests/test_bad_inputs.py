@@ -267,3 +267,69 @@ def test_generator_script_writes_every_case(tmp_path: Path) -> None:
         c.name for c in DATASET_CASES if c.name not in {"root_missing"}
     )
     assert len(list((tmp_path / "archives").iterdir())) == len(ARCHIVE_CASES)
+
+
+# --- documents folders (parse=docling), checked when the folder is listed: no conversion -------
+
+
+@pytest.mark.parametrize("case", bad_inputs.DOCUMENT_CASES, ids=lambda c: c.name)
+def test_documents_case(case: bad_inputs.DocumentsCase, tmp_path: Path) -> None:
+    from ragrig.core.io import write_json
+    from ragrig.parse.docling import list_files, parse_report, stats_lines
+
+    folder = bad_inputs.write_documents_case(case, tmp_path)
+    entries = list_files([folder], [], 1_000_000, case.follow_outside_links)
+    assert {e.path: (e.status, e.cause, e.reason) for e in entries} == case.expected
+    for e in entries:
+        assert os.path.lexists(e.abspath)  # the file is still reached by its real name
+    # what is written and printed about them encodes as UTF-8 (no lone surrogate)
+    report = parse_report([e for e in entries if e.status])  # the others await conversion
+    write_json(tmp_path / "parse_report.json", report)
+    "\n".join(stats_lines({"unit": "section"}, report)).encode("utf-8")
+
+
+def test_a_documents_folder_where_every_file_fails_is_one_error_line(
+    tmp_path: Path, parse_main, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every documents case with nothing to convert, side by side in one folder: the stage stops
+    before starting a converter, with one line naming the failed files."""
+    docs = tmp_path / "docs"
+    expected: dict[str, tuple[str, str, str]] = {}
+    for case in bad_inputs.DOCUMENT_CASES:
+        if case.follow_outside_links or any(s == "" for s, _, _ in case.expected.values()):
+            continue
+        bad_inputs.write_documents_case(case, tmp_path / "cases" / case.name)
+        docs.mkdir(exist_ok=True)
+        os.rename(tmp_path / "cases" / case.name / "docs", docs / case.name)
+        expected |= {f"{case.name}/{p}": v for p, v in case.expected.items()}
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
+    params["dataset"] = {"name": "bad-docs", "root": str(docs)}
+    params["parse"] = {"method": "docling"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    out = tmp_path / "data" / "parse"
+    monkeypatch.setattr(
+        sys, "argv", ["parse.py", "--params", str(tmp_path / "params.yaml"), "--out", str(out)]
+    )
+    with pytest.raises(DataValidationError) as exc:
+        parse_main()
+    msg = str(exc.value)
+    failed = sorted(p for p, (s, _, _) in expected.items() if s == "failed")
+    assert len(expected) == 15 and len(failed) == 11
+    assert "\n" not in msg
+    assert msg.startswith(
+        f"parse: 11 of 15 file(s) failed or timed out, more than parse.max_failure_share=0.1: "
+        f"{failed[0]}: failed ({expected[failed[0]][2]}); "
+    )
+    for path in failed:
+        assert f"{path}: failed ({expected[path][2]})" in msg
+    _no_leftovers(out)
+    # with no share limit, the same folder stops with the line that nothing was parsed
+    params["parse"]["max_failure_share"] = 1.0
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    with pytest.raises(DataValidationError) as exc:
+        parse_main()
+    assert str(exc.value).startswith(
+        f"parse: no document parsed in {docs} (15 file(s): 0 parsed, 11 failed (broken_link 2, "
+        "content_mismatch 8, empty 1), 4 skipped (link_outside 2, link_to_folder 1, "
+        "unsupported 1), 0 timed out): "
+    )

@@ -315,3 +315,59 @@ def test_ingest_fidelity_with_docling_on_a_small_html(tmp_path):
     out = score_folder(tmp_path)
     assert out["by_type"]["html"]["documents"] == 1 and out["failed"] == []
     assert out["by_type"]["html"]["cer"] == 0.0 and out["by_type"]["html"]["wer"] == 0.0
+
+
+def test_files_not_parsed_reach_the_summary_and_the_scorecard_capped():
+    """A documents folder's counted failures go from the parse manifest (ragrig.parse.docling)
+    to metrics.json, the console summary and the HTML scorecard: counts per status and cause,
+    at most three files named per status, then how many more."""
+    from pathlib import Path
+
+    from ragrig.metrics.aggregate import flatten
+    from ragrig.parse.docling import FileEntry, not_parsed, parse_report
+    from ragrig.report.html import run_page_html
+    from ragrig.report.inputs import parse_files
+    from ragrig.report.summary import files_lines
+
+    from ..html_pages import known_metrics
+
+    def entry(path: str, status: str, cause: str = "", reason: str = "") -> FileEntry:
+        return FileEntry(path, Path(path), "pdf", status, reason, cause)
+
+    mismatch = "content does not match its extension .pdf: a ZIP archive"
+    entries = [
+        entry("a.md", "parsed"),
+        *(entry(f"r{i}.pdf", "failed", "content_mismatch", mismatch) for i in range(4)),
+        entry("empty.html", "failed", "empty", "empty file (0 bytes)"),
+        entry("leak.md", "skipped", "link_outside", "symbolic link to a file outside"),
+    ]
+    report = parse_report(entries)
+    manifest = {"files": report["counts"], "not_parsed": not_parsed(report), "documents": 3}
+    files = parse_files(manifest)
+    assert parse_files({"documents": 3, "queries": 2}) is None  # a BEIR corpus: no files
+    metrics = {
+        "counts": {"queries": 2, "files": files["counts"]},
+        "files_not_parsed": files["not_parsed"],
+    }
+    lines = files_lines(metrics)
+    assert lines == [
+        "files 7: parsed 1, failed 5 (content_mismatch 4, empty 1), skipped 1 (link_outside 1), "
+        "timed out 0",
+        f"  failed: r0.pdf ({mismatch}); r1.pdf ({mismatch}); r2.pdf ({mismatch}); "
+        "and 2 more (data/parse/parse_report.json)",
+        "  skipped: leak.md (symbolic link to a file outside)",
+    ]
+    assert files_lines({"counts": {"queries": 2}}) == []
+    keys = flatten(metrics)
+    assert keys["counts/files/failed"] == 5.0
+    assert keys["files_not_parsed/failed/causes/content_mismatch"] == 4.0
+    assert 'id="files"' not in run_page_html(known_metrics())  # no documents folder
+    full = known_metrics()
+    full["counts"] = {**full["counts"], "files": files["counts"]}
+    full["files_not_parsed"] = files["not_parsed"]
+    page = run_page_html(full)
+    assert (
+        '<p class="sub" id="files">files 7: parsed 1, failed 5 (content_mismatch 4, empty 1), '
+        "skipped 1 (link_outside 1), timed out 0</p>" in page
+    )
+    assert '<p class="note">skipped: leak.md (symbolic link to a file outside)</p>' in page

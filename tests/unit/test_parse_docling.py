@@ -58,15 +58,15 @@ def _encrypted_pdf(src: bytes) -> bytes:
     return body
 
 
-BAD = {  # file -> (status, a piece of its reason)
-    "corrupt.pdf": ("failed", "could not load"),
-    "corrupt.docx": ("failed", "could not load"),
-    "encrypted.pdf": ("failed", "encrypted PDF"),
-    "empty.html": ("failed", "empty file (0 bytes)"),
-    "notes.txt": ("skipped", "unsupported extension '.txt'"),
-    "big.md": ("skipped", "oversized"),
-    "hang_me.html": ("timed_out", "parse.timeout_s"),
-    "crash_me.md": ("failed", "converter process died (exit code 3)"),
+BAD = {  # file -> (status, cause, a piece of its reason)
+    "corrupt.pdf": ("failed", "conversion", "could not load"),
+    "corrupt.docx": ("failed", "conversion", "could not load"),
+    "encrypted.pdf": ("failed", "encrypted", "encrypted PDF"),
+    "empty.html": ("failed", "empty", "empty file (0 bytes)"),
+    "notes.txt": ("skipped", "unsupported", "unsupported extension '.txt'"),
+    "big.md": ("skipped", "oversized", "oversized"),
+    "hang_me.html": ("timed_out", "timeout", "parse.timeout_s"),
+    "crash_me.md": ("failed", "worker_died", "converter process died (exit code 3)"),
 }
 
 
@@ -126,11 +126,29 @@ def test_every_good_file_parses_beside_the_bad_ones(run):
     st = _status(run)
     assert sorted(st) == sorted([*GOOD, *BAD])
     assert {p: st[p].status for p in GOOD} == dict.fromkeys(GOOD, "parsed")
-    for path, (status, reason) in BAD.items():
-        assert st[path].status == status, (path, st[path].reason)
+    for path, (status, cause, reason) in BAD.items():
+        assert (st[path].status, st[path].cause) == (status, cause), (path, st[path].reason)
         assert reason in st[path].reason, (path, st[path].reason)
     report = run["parsed"].report
     assert report["counts"] == {"parsed": len(GOOD), "failed": 5, "skipped": 2, "timed_out": 1}
+    # the manifest's summary: causes counted, the first files named with their reasons
+    not_parsed = run["parsed"].stats["not_parsed"]
+    assert {s: (v["count"], v["causes"]) for s, v in not_parsed.items()} == {
+        "failed": (5, {"conversion": 2, "empty": 1, "encrypted": 1, "worker_died": 1}),
+        "skipped": (2, {"oversized": 1, "unsupported": 1}),
+        "timed_out": (1, {"timeout": 1}),
+    }
+    assert [f["path"] for f in not_parsed["failed"]["examples"]] == [
+        "corrupt.docx",
+        "corrupt.pdf",
+        "crash_me.md",
+        "empty.html",
+        "encrypted.pdf",
+    ]
+    assert not_parsed["skipped"]["examples"][0] == {
+        "path": "big.md",
+        "reason": st["big.md"].reason,
+    }
     assert report["by_format"]["pdf"]["parsed"] == 1 and report["by_format"]["pdf"]["failed"] == 2
     assert report["by_format"]["pdf"]["pages"] == 2
     assert report["by_format"]["txt"] == {
@@ -424,11 +442,14 @@ def test_console_names_files_not_parsed_up_to_a_limit():
     from ragrig.parse.docling import SHOWN, parse_report, stats_lines
 
     entries = [
-        FileEntry(f"f{i:02d}.txt", Path("x"), "", "skipped", "unsupported") for i in range(25)
+        FileEntry(f"f{i:02d}.txt", Path("x"), "", "skipped", "unsupported", "unsupported")
+        for i in range(25)
     ]
     entries.append(FileEntry("ok.md", Path("y"), "md", "parsed"))
     lines = stats_lines({"unit": "section"}, parse_report(entries))
-    assert lines[0] == "parse: files: 1 parsed, 0 failed, 25 skipped, 0 timed out (unit=section)"
+    assert lines[0] == (
+        "parse: files: 1 parsed, 0 failed, 25 skipped (unsupported 25), 0 timed out (unit=section)"
+    )
     assert lines[1] == "parse:   skipped: f00.txt: unsupported"
     assert lines[SHOWN + 1] == "parse:   and 5 more (parse_report.json)"
     assert lines[-1] == "parse: no golden queries (dataset.golden is not set)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from ragrig.parse.docling import (
     build_rows,
     list_files,
     load_gold_qrels,
+    take_result,
 )
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -76,6 +78,20 @@ def test_a_file_name_that_is_not_utf8_is_replaced_and_counted(tmp_path: Path, ca
     )
 
 
+def test_a_converter_message_quoting_a_name_not_utf8_is_repaired() -> None:
+    e = FileEntry("caf\ufffd.pdf", Path(os.fsdecode(b"/docs/caf\xe9.pdf")), "pdf")
+    take_result(
+        e,
+        {
+            "status": "failed",
+            "cause": "conversion",
+            "reason": "PermissionError: [Errno 13] Permission denied: '/docs/caf\udce9.pdf'",
+        },
+    )
+    assert (e.status, e.cause) == ("failed", "conversion")
+    assert e.reason == "PermissionError: [Errno 13] Permission denied: '/docs/caf\ufffd.pdf'"
+
+
 @pytest.mark.parametrize("grade", ["1_0", "\uff12", "\u0661"])
 def test_golden_qrels_grades_are_ascii_digits(tmp_path: Path, grade: str) -> None:
     target = GoldTarget(sections={"a.md": [("a/s000", "")]}, not_parsed={})
@@ -102,13 +118,23 @@ def test_stage_parses_a_folder_with_hostile_names_and_text(tmp_path, monkeypatch
     (docs / "page.html").write_text(
         "<html><body><h1>Page &#xD83D;</h1><p>Text &#55357; here.</p></body></html>"
     )
+    # failed and skipped before any conversion: counted beside the parsed files
+    with open(os.path.join(os.fsencode(docs), b"r\xe9port.pdf"), "wb") as fh:
+        fh.write(b"PK\x03\x04" + bytes(40))  # a ZIP archive's header
+    (tmp_path / "secret.md").write_text("# Secret\n")
+    (docs / "leak.md").symlink_to(tmp_path / "secret.md")
     (golden / "queries.jsonl").write_text(
         json.dumps({"_id": "q1", "text": "What is on the menu \ud83d?"}) + "\n"
     )
     (golden / "qrels.tsv").write_text("query-id\tpath\tsection\trelevance\nq1\tcaf\ufffd.md\t\t1\n")
     params = yaml.safe_load((PROJECT / "params.yaml").read_text())
     params["dataset"] = {"name": "hostile", "root": str(docs), "golden": str(golden)}
-    params["parse"] = {"method": "docling", "workers": 1, "timeout_s": 120}
+    params["parse"] = {
+        "method": "docling",
+        "workers": 1,
+        "timeout_s": 120,
+        "max_failure_share": 0.5,
+    }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = tmp_path / "parse"
     monkeypatch.syspath_prepend(str(PROJECT / "stages"))
@@ -120,10 +146,26 @@ def test_stage_parses_a_folder_with_hostile_names_and_text(tmp_path, monkeypatch
     from ragrig.core.io import read_json, read_table
 
     manifest = read_json(out / "manifest.json")
-    assert manifest["surrogates_replaced"] == {"documents": 0, "file_names": 1, "queries": 1}
-    assert manifest["files"]["parsed"] == 2 and manifest["judgments"] == 1
+    assert manifest["surrogates_replaced"] == {"documents": 0, "file_names": 2, "queries": 1}
+    assert manifest["files"] == {"parsed": 2, "failed": 1, "skipped": 1, "timed_out": 0}
+    assert manifest["judgments"] == 1
+    assert manifest["not_parsed"]["failed"] == {
+        "count": 1,
+        "causes": {"content_mismatch": 1},
+        "examples": [
+            {
+                "path": "r\ufffdport.pdf",
+                "reason": "content does not match its extension .pdf: a ZIP archive",
+            }
+        ],
+    }
+    assert manifest["not_parsed"]["skipped"]["causes"] == {"link_outside": 1}
+    assert "Secret" not in " ".join(read_table(out / "documents.parquet", "documents")["content"])
     documents = read_table(out / "documents.parquet", "documents")
     assert sorted(set(documents["path"])) == ["caf\ufffd.md", "page.html"]
+    # the id of a file whose name is not UTF-8 is printable ASCII (TREC files, HTML, MLflow)
+    ids = documents.loc[documents["path"] == "caf\ufffd.md", "doc_id"].tolist()
+    assert len(ids) == 1 and re.fullmatch(r"caf-md-[0-9a-f]{10}/s000", ids[0]), ids
     page = " ".join(documents.loc[documents["path"] == "page.html", "content"])
     assert page.count("\ufffd") == 2  # from the HTML parser, not counted
     assert read_table(out / "queries.parquet", "queries")["text"].tolist() == [
@@ -133,11 +175,17 @@ def test_stage_parses_a_folder_with_hostile_names_and_text(tmp_path, monkeypatch
         json.loads(f.read_text(encoding="utf-8"))
     printed = capsys.readouterr()
     assert (
-        "parse: 2 lone surrogate(s) replaced by U+FFFD (file_names 1, queries 1)"
+        "parse: 3 lone surrogate(s) replaced by U+FFFD (file_names 2, queries 1)"
         in printed.out.splitlines()
+    )
+    assert (
+        "parse: files: 2 parsed, 1 failed (content_mismatch 1), 1 skipped (link_outside 1), "
+        "0 timed out (unit=section)" in printed.out.splitlines()
     )
     assert _warnings(printed.err) == [
         f"ragrig: warning: {docs}/caf\ufffd.md: file name is not UTF-8: 1 byte(s) replaced by "
         "U+FFFD",
+        f"ragrig: warning: {docs}/r\ufffdport.pdf: file name is not UTF-8: 1 byte(s) replaced "
+        "by U+FFFD",
         f"ragrig: warning: {golden}/queries.jsonl:1: 1 lone surrogate(s) replaced by U+FFFD",
     ]

@@ -385,3 +385,30 @@ def test_queries_parse_left_out_are_counted_as_unjudged():
     assert c["no_gold"] == 0
     first = format_summary(build_report(inp, _cfg()).metrics).splitlines()[0]
     assert first.endswith("unjudged (no qrels in the split, not scored) 40")
+
+
+def test_a_documents_folders_files_not_parsed_are_counted_beside_the_queries():
+    queries = _queries(n_gold=[1, 2])
+    qrels = pd.DataFrame({"qid": ["q0", "q1"], "doc_id": ["d1", "d2"], "relevance": [1, 1]})
+    files = {
+        "counts": {"parsed": 3, "failed": 1, "skipped": 0, "timed_out": 0},
+        "not_parsed": {
+            "failed": {
+                "count": 1,
+                "causes": {"broken_link": 1},
+                "examples": [{"path": "gone.md", "reason": "broken symbolic link"}],
+            },
+            "skipped": {"count": 0, "causes": {}, "examples": []},
+            "timed_out": {"count": 0, "causes": {}, "examples": []},
+        },
+    }
+    inp = dataclasses.replace(_inputs(queries, qrels, ["q0", "q1"]), parse_files=files)
+    metrics = build_report(inp, _cfg()).metrics
+    assert metrics["counts"]["files"] == files["counts"]
+    assert metrics["files_not_parsed"] == files["not_parsed"]
+    assert format_summary(metrics).splitlines()[1:3] == [
+        "files 4: parsed 3, failed 1 (broken_link 1), skipped 0, timed out 0",
+        "  failed: gone.md (broken symbolic link)",
+    ]
+    plain = build_report(_inputs(queries, qrels, ["q0", "q1"]), _cfg()).metrics
+    assert "files" not in plain["counts"] and "files_not_parsed" not in plain

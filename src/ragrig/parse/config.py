@@ -51,6 +51,11 @@ class ParseDocling(Section):
         default_factory=list,
         description="glob patterns on the path relative to its folder: skipped (excluded)",
     )
+    follow_outside_links: bool = Field(
+        False,
+        description="parse a symbolic link whose target lies outside its documents folder "
+        "(false: skipped and counted, link_outside)",
+    )
 
 
 ParseConfig = Annotated[ParseBeir | ParseDocling, Field(discriminator="method")]

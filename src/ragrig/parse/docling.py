@@ -4,9 +4,15 @@ the standard documents table, one row per section (or per file), plus one row pe
 Conversion runs in worker processes (`parse.workers`), one file at a time each, and a file
 whose conversion outlives `parse.timeout_s` has its worker killed (status timed_out) and a
 fresh worker takes the next file. Every file gets a status in the parse report: parsed, failed
-(with its reason), skipped (unsupported extension, excluded, oversized, a PDF without a text
-layer that would need OCR) or timed_out. The stage fails only when failed + timed_out exceed
-`parse.max_failure_share` of the files, naming them.
+(with its reason), skipped (unsupported extension, excluded, oversized, a symbolic link, a PDF
+without a text layer that would need OCR) or timed_out, and a short cause (CAUSES). The stage
+fails only when failed + timed_out exceed `parse.max_failure_share` of the files, naming them.
+
+Before any conversion a file's first bytes must match its extension (a ZIP archive named
+report.pdf fails as such instead of being converted into whatever docling makes of it). A
+symbolic link is never a second copy: one to a file inside its documents folder is skipped (the
+file is parsed under its own path), one leaving the folder is skipped unless
+`parse.follow_outside_links`, one to a folder is not descended, a broken one fails.
 
 Ids are stable: file_id = `<slug(path)>-<sha256(path NUL text)[:10]>`, with path relative to
 its documents folder; a section's doc_id is `<file_id>/s<n:03d>` (n-th section of the file).
@@ -59,6 +65,31 @@ EXTENSIONS: dict[str, str] = {
     ".xml": "jats",
 }
 STATUSES = ("parsed", "failed", "skipped", "timed_out")
+# why a file was not parsed, one short name per kind of reason (the reason text has the details)
+CAUSES = {
+    "skipped": (
+        "excluded",
+        "unsupported",
+        "oversized",
+        "link_inside",
+        "link_outside",
+        "link_to_folder",
+        "not_regular",
+        "needs_ocr",
+    ),
+    "failed": (
+        "empty",
+        "unreadable",
+        "content_mismatch",
+        "broken_link",
+        "encrypted",
+        "conversion",
+        "worker_died",
+        "no_text",
+    ),
+    "timed_out": ("timeout",),
+}
+EXAMPLES = 5  # files named per status in the manifest's `not_parsed` (all are in the report)
 JOIN = "\n\n"  # between elements in a documents row's content
 SECTION_SEP = " > "
 ELEMENT_COLUMNS = [
@@ -109,6 +140,7 @@ class FileEntry:
     format: str  # "" when the extension is not supported
     status: str = ""
     reason: str = ""
+    cause: str = ""  # one of CAUSES[status] when not parsed
     seconds: float = 0.0
     pages: int = 0
     chars: int = 0
@@ -124,24 +156,129 @@ class FileEntry:
             "format": self.format or Path(self.path).suffix.lower().lstrip(".") or "none",
             "status": self.status,
             "reason": self.reason,
+            "cause": self.cause,
             "seconds": round(self.seconds, 3),
             "pages": self.pages,
             "chars": self.chars,
             "file_id": self.file_id,
         }
 
+    def mark(self, status: str, cause: str, reason: str) -> None:
+        assert cause in CAUSES[status], (status, cause)
+        self.status, self.cause, self.reason = status, cause, reason
 
-def list_files(folders: list[Path], exclude: list[str], max_bytes: int) -> list[FileEntry]:
-    """Every regular file below the folders (sorted by relative path), each with its format and,
-    when it will not be converted, its status: skipped (excluded, unsupported, oversized) or
-    failed (empty). A path found in two folders is an error (ids would collide). A name that is
-    not UTF-8 is read with its undecodable bytes replaced by U+FFFD (counted, warned about)."""
+
+# --- does the content match the extension --------------------------------------------------------
+
+HEAD_BYTES = 8192
+# leading bytes -> what the file is; checked in order
+SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"PK\x05\x06", "an empty ZIP archive"),
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "an OLE2 file (legacy .doc/.xls/.ppt, or encrypted Office)",
+    ),
+    (b"\x1f\x8b", "a gzip file"),
+    (b"\xfd7zXZ\x00", "an xz file"),
+    (b"(\xb5/\xfd", "a zstd file"),
+    (b"7z\xbc\xaf'\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"\x7fELF", "an ELF executable"),
+)
+# the part an Office Open XML package of each format must hold
+OOXML_PART = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
+# byte-order marks of UTF-16/32, whose text holds NUL bytes
+WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _kind_of(head: bytes) -> str:
+    return next((what for magic, what in SIGNATURES if head.startswith(magic)), "")
+
+
+def content_mismatch(path: Path, fmt: str) -> str:
+    """Why the file's bytes are not a `fmt` file ("" when they may be): a PDF needs `%PDF-` in its
+    first 1024 bytes (where readers look for it), DOCX/PPTX/XLSX a ZIP holding their main part
+    (a ZIP too damaged to list is left to the converter, which names the damage), and the text
+    formats no known binary signature and no NUL byte."""
+    with open(path, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    kind = _kind_of(head)
+    if fmt == "pdf":
+        if b"%PDF-" in head[:1024]:
+            return ""
+        return kind or "no %PDF- header"
+    if fmt in OOXML_PART:
+        if not head.startswith(b"PK\x03\x04"):
+            return kind or "not a ZIP archive"
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError):
+            return ""
+        part = OOXML_PART[fmt]
+        if not any(n.startswith(part) for n in names):
+            return f"a ZIP archive without {part}"
+        return ""
+    if kind:
+        return kind
+    if b"\x00" in head and not head.startswith(WIDE_BOMS):
+        return "binary content (NUL bytes)"
+    return ""
+
+
+# --- which files --------------------------------------------------------------------------------
+
+
+def _link(f: Path, real_root: str, follow_outside: bool, e: FileEntry) -> bool:
+    """Mark a symbolic link `f` that is not parsed; True when it was marked. `real_root` is the
+    documents folder with its own links resolved."""
+    target = os.path.realpath(f)  # never raises, a loop included (it then does not exist)
+    if not os.path.exists(target):
+        e.mark("failed", "broken_link", "broken symbolic link: its target does not exist")
+    elif os.path.isdir(target):
+        e.mark("skipped", "link_to_folder", "symbolic link to a folder: not descended")
+    elif os.path.commonpath([real_root, target]) == real_root:
+        inside = replace_surrogates(Path(target).relative_to(real_root).as_posix())[0]
+        e.mark("skipped", "link_inside", f"symbolic link to {inside}: parsed under that path")
+    elif not follow_outside:
+        e.mark(
+            "skipped",
+            "link_outside",
+            "symbolic link to a file outside the documents folder "
+            "(parse.follow_outside_links is false)",
+        )
+    elif not os.path.isfile(target):
+        e.mark("skipped", "not_regular", "symbolic link to something that is not a regular file")
+    else:
+        return False
+    return True
+
+
+def list_files(
+    folders: list[Path], exclude: list[str], max_bytes: int, follow_outside_links: bool = False
+) -> list[FileEntry]:
+    """Every regular file and symbolic link below the folders (sorted by relative path), each with
+    its format and, when it will not be converted, its status: skipped (excluded, a link,
+    unsupported, oversized) or failed (a broken link, empty, content that does not match the
+    extension). A path found in two folders is an error (ids would collide). A name that is not
+    UTF-8 is read with its undecodable bytes replaced by U+FFFD (counted, warned about)."""
     entries: dict[str, FileEntry] = {}
     for folder in folders:
         if not folder.is_dir():
             raise DataValidationError(f"documents folder not found: {folder}")
+        real_root = os.path.realpath(folder)
         for f in sorted(folder.rglob("*")):
-            if not f.is_file():
+            # rglob does not descend into linked folders, but lists every link itself
+            link = f.is_symlink()
+            if not link and not f.is_file():
                 continue
             rel, replaced = replace_surrogates(f.relative_to(folder).as_posix())
             if replaced:
@@ -158,17 +295,33 @@ def list_files(folders: list[Path], exclude: list[str], max_bytes: int) -> list[
                     else f"two file names read as {rel!r} once their bytes that are not UTF-8 "
                     "are replaced by U+FFFD: rename one"
                 )
-            e = FileEntry(rel, f, EXTENSIONS.get(f.suffix.lower(), ""), name_replaced=replaced)
-            nbytes = f.stat().st_size
-            if any(fnmatch.fnmatch(rel, pat) for pat in exclude):
-                e.status, e.reason = "skipped", "excluded by parse.exclude"
-            elif not e.format:
-                e.status, e.reason = "skipped", f"unsupported extension {f.suffix or '(none)'!r}"
-            elif nbytes > max_bytes:
-                e.status, e.reason = "skipped", f"oversized: {nbytes} bytes > parse.max_bytes"
-            elif nbytes == 0:
-                e.status, e.reason = "failed", "empty file (0 bytes)"
+            suffix = replace_surrogates(f.suffix)[0]
+            e = FileEntry(rel, f, EXTENSIONS.get(suffix.lower(), ""), name_replaced=replaced)
             entries[rel] = e
+            if any(fnmatch.fnmatch(rel, pat) for pat in exclude):
+                e.mark("skipped", "excluded", "excluded by parse.exclude")
+                continue
+            if link and _link(f, real_root, follow_outside_links, e):
+                continue
+            nbytes = f.stat().st_size
+            if not e.format:
+                e.mark("skipped", "unsupported", f"unsupported extension {suffix or '(none)'!r}")
+            elif nbytes > max_bytes:
+                e.mark("skipped", "oversized", f"oversized: {nbytes} bytes > parse.max_bytes")
+            elif nbytes == 0:
+                e.mark("failed", "empty", "empty file (0 bytes)")
+            else:
+                try:
+                    what = content_mismatch(f, e.format)
+                except OSError as exc:
+                    e.mark("failed", "unreadable", f"cannot be read: {exc.strerror}")
+                    continue
+                if what:
+                    e.mark(
+                        "failed",
+                        "content_mismatch",
+                        f"content does not match its extension {suffix}: {what}",
+                    )
     return [entries[k] for k in sorted(entries)]
 
 
@@ -222,6 +375,13 @@ def _context() -> Any:
     return ctx
 
 
+def take_result(e: FileEntry, result: dict[str, Any]) -> None:
+    """A worker's result into its entry; the reason with its lone surrogates replaced, as a
+    converter's message may quote the file's name, whose bytes need not be UTF-8."""
+    e.status, e.result, e.cause = result["status"], result, result.get("cause", "")
+    e.reason = replace_surrogates(result["reason"])[0]
+
+
 def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: Any = None) -> None:
     """Convert the entries without a status, `workers` at a time; fill status/reason/seconds and
     the worker's result in place. `done()` is called once per file finished."""
@@ -258,7 +418,9 @@ def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: 
                         ) from None
                     if w.task is not None:
                         e = entries[w.task]
-                        e.status, e.reason = "failed", f"converter process died (exit code {code})"
+                        e.mark(
+                            "failed", "worker_died", f"converter process died (exit code {code})"
+                        )
                         e.seconds = timeout_s - max(0.0, w.deadline - time.monotonic())
                         if done:
                             done()
@@ -271,7 +433,7 @@ def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: 
                     _, index, result = msg
                     e = entries[index]
                     e.seconds = timeout_s - max(0.0, w.deadline - time.monotonic())
-                    e.status, e.reason, e.result = result["status"], result["reason"], result
+                    take_result(e, result)
                     w.task = None
                     if done:
                         done()
@@ -279,8 +441,11 @@ def convert_all(entries: list[FileEntry], workers: int, timeout_s: float, done: 
             for i, w in enumerate(pool):
                 if w.task is not None and now >= w.deadline:
                     e = entries[w.task]
-                    e.status = "timed_out"
-                    e.reason = f"conversion exceeded parse.timeout_s={timeout_s:g}s"
+                    e.mark(
+                        "timed_out",
+                        "timeout",
+                        f"conversion exceeded parse.timeout_s={timeout_s:g}s",
+                    )
                     e.seconds = timeout_s
                     w.kill()  # the conversion stops with its process
                     pool[i] = _Worker(ctx)
@@ -489,6 +654,20 @@ def parse_report(entries: list[FileEntry]) -> dict[str, Any]:
     }
 
 
+def not_parsed(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per status other than parsed: how many files, how many per cause, and the first
+    EXAMPLES of them (path, reason) - what the manifest, console and scorecard show."""
+    out: dict[str, dict[str, Any]] = {}
+    for status in STATUSES[1:]:
+        files = [f for f in report["files"] if f["status"] == status]
+        out[status] = {
+            "count": len(files),
+            "causes": dict(sorted(Counter(f["cause"] or "other" for f in files).items())),
+            "examples": [{"path": f["path"], "reason": f["reason"]} for f in files[:EXAMPLES]],
+        }
+    return out
+
+
 def check_failures(entries: list[FileEntry], max_share: float) -> None:
     """Raise when (failed + timed_out) / files > max_share, naming each such file."""
     bad = [e for e in entries if e.status in ("failed", "timed_out")]
@@ -526,6 +705,7 @@ class DoclingParser:
         max_bytes: int = 100_000_000,
         max_failure_share: float = 0.1,
         exclude: tuple[str, ...] = (),
+        follow_outside_links: bool = False,
     ):
         self.unit = unit
         self.workers = workers
@@ -533,6 +713,7 @@ class DoclingParser:
         self.max_bytes = max_bytes
         self.max_failure_share = max_failure_share
         self.exclude = list(exclude)
+        self.follow_outside_links = follow_outside_links
 
     @classmethod
     def from_config(cls, cfg: Any) -> DoclingParser:
@@ -543,13 +724,14 @@ class DoclingParser:
             cfg.max_bytes,
             cfg.max_failure_share,
             tuple(cfg.exclude),
+            cfg.follow_outside_links,
         )
 
     def convert(self, folders: list[Path]) -> list[FileEntry]:
         """List and convert the files; statuses filled in, PDFs without text marked."""
         from ragrig.core.progress import bar
 
-        entries = list_files(folders, self.exclude, self.max_bytes)
+        entries = list_files(folders, self.exclude, self.max_bytes, self.follow_outside_links)
         with bar("parse", len(entries), "files") as b:
             b.update(sum(1 for e in entries if e.status))
             convert_all(entries, self.workers, self.timeout_s, done=b.update)
@@ -557,13 +739,12 @@ class DoclingParser:
             if e.status == "parsed":
                 _replace_surrogates(e)
                 e.pages = int(e.result.get("pages", 0))
-                if not e.result["elements"]:
-                    e.status = "skipped" if e.format == "pdf" and e.pages else "failed"
-                    e.reason = (
-                        "needs OCR: no text layer (no OCR model offline)"
-                        if e.status == "skipped"
-                        else "no text extracted"
+                if not e.result["elements"] and e.format == "pdf" and e.pages:
+                    e.mark(
+                        "skipped", "needs_ocr", "needs OCR: no text layer (no OCR model offline)"
                     )
+                elif not e.result["elements"]:
+                    e.mark("failed", "no_text", "no text extracted")
         return entries
 
     def parse(self, dataset: Any) -> Parsed:
@@ -577,9 +758,13 @@ class DoclingParser:
         check_failures(entries, self.max_failure_share)
         parsed = [e for e in entries if e.status == "parsed"]
         if not parsed:
+            report = parse_report(entries)
+            shown = "; ".join(f"{e.path}: {e.reason}" for e in entries[:3])
+            more = f"; and {len(entries) - 3} more" if len(entries) > 3 else ""
             raise DataValidationError(
-                f"parse: no document parsed in {', '.join(map(str, folders))} "
-                f"({len(entries)} file(s): {dict(Counter(e.status for e in entries))})"
+                f"parse: no document parsed in {', '.join(map(str, folders))} ({len(entries)} "
+                f"file(s): {files_line(report['counts'], not_parsed(report))})"
+                + (f": {shown}{more}" if entries else "")
             )
         source = f"docling:{dataset.name}"
         doc_rows, elem_rows, docling_json = [], [], {}
@@ -598,7 +783,12 @@ class DoclingParser:
             not_parsed={e.path: e.status for e in entries if e.status != "parsed"},
         )
         report = parse_report(entries)
-        stats: dict[str, Any] = {"parser": "docling", "unit": self.unit, "files": report["counts"]}
+        stats: dict[str, Any] = {
+            "parser": "docling",
+            "unit": self.unit,
+            "files": report["counts"],
+            "not_parsed": not_parsed(report),
+        }
         replaced = {
             "documents": sum(e.text_replaced for e in parsed),
             "file_names": sum(e.name_replaced for e in entries),
@@ -622,18 +812,27 @@ class DoclingParser:
         )
 
 
+def files_line(counts: dict[str, int], causes: dict[str, dict[str, Any]]) -> str:
+    """ "3 parsed, 2 failed (content_mismatch 1, empty 1), 0 skipped, 0 timed out"."""
+    parts = []
+    for status in STATUSES:
+        n = counts.get(status, 0)
+        by = causes.get(status, {}).get("causes", {})
+        detail = f" ({', '.join(f'{k} {v}' for k, v in by.items())})" if n and by else ""
+        parts.append(f"{n} {status.replace('_', ' ')}{detail}")
+    return ", ".join(parts)
+
+
 def stats_lines(stats: dict[str, Any], report: dict[str, Any]) -> list[str]:
     """Console lines: the per-status file counts and each file not parsed, with its reason."""
-    c = report["counts"]
     lines = [
-        f"parse: files: {c['parsed']} parsed, {c['failed']} failed, {c['skipped']} skipped, "
-        f"{c['timed_out']} timed out (unit={stats['unit']})"
+        f"parse: files: {files_line(report['counts'], not_parsed(report))} (unit={stats['unit']})"
     ]
-    not_parsed = [f for f in report["files"] if f["status"] != "parsed"]
-    for f in not_parsed[:SHOWN]:
+    others = [f for f in report["files"] if f["status"] != "parsed"]
+    for f in others[:SHOWN]:
         lines.append(f"parse:   {f['status']}: {f['path']}: {f['reason']}")
-    if len(not_parsed) > SHOWN:
-        lines.append(f"parse:   and {len(not_parsed) - SHOWN} more (parse_report.json)")
+    if len(others) > SHOWN:
+        lines.append(f"parse:   and {len(others) - SHOWN} more (parse_report.json)")
     if "queries_scored" in stats:
         lines.append(
             f"parse: queries: {stats['queries_scored']} scored, {stats['queries_unjudged']} in "

@@ -125,7 +125,7 @@ def elements_of(doc: Any) -> tuple[str, list[dict[str, Any]]]:
 
 
 def convert(conv: DocumentConverter, path: str, fmt: str) -> dict[str, Any]:
-    """Convert one file; never raises: {"status": "parsed" | "failed", "reason", ...}."""
+    """Convert one file; never raises: {"status": "parsed" | "failed", "cause", "reason", ...}."""
     hang = os.environ.get(ENV_TEST_HANG)
     if hang and hang in Path(path).name:
         Path(path + ".pid").write_text(str(os.getpid()))
@@ -136,14 +136,19 @@ def convert(conv: DocumentConverter, path: str, fmt: str) -> dict[str, Any]:
     try:
         res = conv.convert(path, raises_on_error=False)
     except Exception as exc:  # noqa: BLE001 - any converter error is this file's failure
-        return {"status": "failed", "reason": _one_line(f"{type(exc).__name__}: {exc}")}
+        reason = _one_line(f"{type(exc).__name__}: {exc}")
+        return {"status": "failed", "cause": "conversion", "reason": reason}
     if res.status != ConversionStatus.SUCCESS:  # nothing half-converted counts as parsed
         if fmt == "pdf" and _encrypted(path):
-            return {"status": "failed", "reason": "encrypted PDF (needs a password)"}
+            return {
+                "status": "failed",
+                "cause": "encrypted",
+                "reason": "encrypted PDF (needs a password)",
+            }
         errors = "; ".join(_one_line(e.error_message) for e in (res.errors or [])[:3])
         what = "partial conversion" if res.status == ConversionStatus.PARTIAL_SUCCESS else "failed"
         reason = f"{what} ({res.status.value})" + (f": {errors}" if errors else "")
-        return {"status": "failed", "reason": reason}
+        return {"status": "failed", "cause": "conversion", "reason": reason}
     doc = res.document
     title, elements = elements_of(doc)
     return {

@@ -27,6 +27,10 @@ class ReportInputs:
     # queries of the dataset's queries file that parse left out for having no judgment in the
     # split (data/parse/manifest.json `queries_unjudged`): counted, never silently gone
     unjudged_not_parsed: int = 0
+    # a documents folder's files (data/parse/manifest.json `files`, `not_parsed`): how many were
+    # parsed, failed, skipped or timed out, per cause with the first files named; None: the
+    # corpus is not a documents folder
+    parse_files: dict[str, Any] | None = None
     # embed-stage vectors, for the relevance axis's semantic similarity (None: that part is
     # left out, and the scorecard notes say so)
     vectors: Vectors | None = None

@@ -28,6 +28,7 @@ from typing import Any
 
 from ragrig.core.io import atomic_write_text
 from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_key
+from ragrig.report.summary import files_lines
 
 AXES = ("faithfulness", "relevance", "correctness")
 N_RESAMPLES = 1000
@@ -473,6 +474,10 @@ def run_page_html(
             )
             + "</p>"
         )
+    files = files_lines(dict(metrics))
+    if files:  # a documents folder: its files not parsed, counted beside the queries
+        body.append('<p class="sub" id="files">' + esc(files[0]) + "</p>")
+        body += [note(line.strip()) for line in files[1:]]
     body.append("<h2>Headline metrics</h2>")
     body.append(_cards(metrics, per_query, seed))
     fusion = metrics.get("fusion")

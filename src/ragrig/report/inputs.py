@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,13 @@ from ragrig.core.io import read_json, read_table
 from ragrig.report.base import ReportInputs
 from ragrig.report.filters import read_filter_inputs
 from ragrig.report.scorecard import Vectors
+
+
+def parse_files(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The file counts of a documents folder's parse manifest (parse=docling), else None."""
+    if not isinstance(manifest.get("files"), dict):
+        return None
+    return {"counts": manifest["files"], "not_parsed": manifest.get("not_parsed", {})}
 
 
 def read_inputs(
@@ -27,6 +35,7 @@ def read_inputs(
     exists (`ragrig label`), checked whole against the run's answers."""
     ann_path = retrieve_dir / "ann_recall.parquet"
     manifest = read_json(retrieve_dir / "manifest.json")
+    parsed = read_json(parse_dir / "manifest.json")
     inputs = ReportInputs(
         queries=read_table(parse_dir / "queries.parquet", "queries"),
         qrels=read_table(parse_dir / "qrels.parquet", "qrels"),
@@ -44,7 +53,8 @@ def read_inputs(
         ),
         generations=read_table(generate_dir / "generations.parquet", "generations"),
         judgments=read_table(judge_dir / "judgments.parquet", "judgments"),
-        unjudged_not_parsed=read_json(parse_dir / "manifest.json").get("queries_unjudged", 0),
+        unjudged_not_parsed=parsed.get("queries_unjudged", 0),
+        parse_files=parse_files(parsed),
         vectors=Vectors(
             query_ids=read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist(),
             queries=np.load(embed_dir / "queries.npy", mmap_mode="r"),

@@ -265,6 +265,10 @@ def _metrics_tree(
         "slice_bins": {name: list(cuts) for name, cuts in slices.bins.items()},
         "slices_dropped": dict(slices.dropped),
     }
+    if inp.parse_files is not None:
+        # ingestion's counted failures, beside the query counts
+        tree["counts"]["files"] = dict(inp.parse_files["counts"])
+        tree["files_not_parsed"] = inp.parse_files["not_parsed"]
     ci = {
         (s, v, m): (lo, hi, n)
         for s, v, m, lo, hi, n in intervals.itertuples(index=False, name=None)

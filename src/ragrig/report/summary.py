@@ -8,6 +8,8 @@ from ragrig.metrics.aggregate import headline_measure, slice_value_key, stage_ke
 from ragrig.report.scorecard import format_scorecard, format_slice_scorecards
 
 NA = "n/a"  # a value with nothing measurable: never printed as 0
+FILE_STATUSES = ("parsed", "failed", "skipped", "timed_out")  # ragrig.parse.docling.STATUSES
+SHOWN_FILES = 3  # files named per status not parsed (all are in data/parse/parse_report.json)
 
 
 def _fmt(v: Any) -> str:
@@ -49,6 +51,34 @@ def composite_line(j: dict[str, Any]) -> str:
         f"faithfulness composite: weights {weights}; parts used {used}; "
         f"{j['renormalised']} answers with weights renormalised over their available parts; {llm}"
     )
+
+
+def files_lines(metrics: dict[str, Any]) -> list[str]:
+    """A documents folder's files (parse=docling): the count per status with its causes, then
+    for each status but parsed the first few files with their reasons and how many more."""
+    files = metrics.get("counts", {}).get("files")
+    if not files:
+        return []
+    not_parsed = metrics.get("files_not_parsed", {})
+    parts = []
+    for status in FILE_STATUSES:
+        n = files.get(status, 0)
+        causes = not_parsed.get(status, {}).get("causes", {})
+        detail = f" ({', '.join(f'{k} {v}' for k, v in causes.items())})" if n and causes else ""
+        parts.append(f"{status.replace('_', ' ')} {n}{detail}")
+    lines = [f"files {sum(files.values())}: " + ", ".join(parts)]
+    for status in FILE_STATUSES[1:]:
+        entry = not_parsed.get(status) or {}
+        shown = entry.get("examples", [])[:SHOWN_FILES]
+        if not shown:
+            continue
+        more = entry.get("count", len(shown)) - len(shown)
+        lines.append(
+            f"  {status.replace('_', ' ')}: "
+            + "; ".join(f"{f['path']} ({f['reason']})" for f in shown)
+            + (f"; and {more} more (data/parse/parse_report.json)" if more > 0 else "")
+        )
+    return lines
 
 
 def _share(entry: dict[str, Any], num: str, den: str) -> str:
@@ -108,6 +138,7 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             f"queries {c['queries']} (answerable {c['answerable']}, no gold {c['no_gold']}, "
             f"missing runs {c['missing_runs']})"
         )
+    lines += files_lines(metrics)
     lines.append("")
     lines.append(
         "retrieval (document level)      " + "  ".join(f"{m:>10}" for m in metrics["retrieval"])
