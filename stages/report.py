@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
@@ -16,22 +17,27 @@ def main() -> None:
     args = p.parse_args()
     seed = stage.read_runtime(args.params, "seed")  # every bootstrap: intervals, deltas, the page
     from ragrig.core.config import load_params, load_section
+    from ragrig.core.errors import ServiceError
     from ragrig.core.io import atomic_dir, read_json, write_json
     from ragrig.report.html import write_run_page
     from ragrig.report.inputs import read_inputs
     from ragrig.report.paired import write_deltas, write_trec_files
     from ragrig.report.plots import write_plots
-    from ragrig.report.publish import artifact_files, publish
+    from ragrig.report.publish import artifact_files, not_logged_line, publish
     from ragrig.report.step import compute
     from ragrig.report.views import run_tables, write_views
     from ragrig.tracking.run import configure, preload
 
     cfg = load_section("report", args.params)
-    uri = None
+    uri, not_logged = None, None
     if cfg.mlflow.enabled:
         preload()
-        # the store and artifact bucket reachable, before the report computes (seconds)
-        uri = configure(cfg.mlflow, Path.cwd())
+        # the store and artifact bucket reachable, before the report computes (seconds); one
+        # that is not still gets the report's files, which are the run's results
+        try:
+            uri = configure(cfg.mlflow, Path.cwd())
+        except ServiceError as exc:
+            not_logged = str(exc)
     _, embed_dir, _, _, generate_dir, judge_dir = args.inputs
     inputs = read_inputs(*args.inputs, labels_file=Path(cfg.scorecard.labels.file))
     params = load_params(args.params)
@@ -59,8 +65,15 @@ def main() -> None:
     if uri is not None:
         files = artifact_files(args.metrics, args.out, args.html)
         stage_dirs = (embed_dir, generate_dir, judge_dir)
-        run_id, waited = publish(uri, cfg.mlflow, params, report, inputs, files, stage_dirs)
-        print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")
+        try:
+            run_id, waited = publish(uri, cfg.mlflow, params, report, inputs, files, stage_dirs)
+        except ServiceError as exc:  # the files above stay: they are the results
+            not_logged = str(exc)
+        else:
+            print(f"report: MLflow run {run_id} in {uri} (logged in {waited:.1f} s)")
+    if not_logged is not None:
+        written = [args.metrics, args.out, *([args.html] if args.html is not None else [])]
+        print(not_logged_line(not_logged, written), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -158,3 +158,50 @@ def test_parallel_processes_create_one_store_and_experiment(tmp_path, code):
     assert len({o[0].strip() for o in outs}) == 1
     if code == LOG:
         assert [r["status"] for r in _runs(uri)] == ["FINISHED"] * n
+
+
+def _report_cmd(ws: Path) -> list[str]:
+    """The report stage's command as dvc.yaml runs it, with this interpreter."""
+    import yaml
+
+    cmd = yaml.safe_load((ws / "dvc.yaml").read_text())["stages"]["report"]["cmd"].split()
+    return [sys.executable, *cmd[1:]] if cmd[0] == "python" else cmd
+
+
+def test_report_keeps_its_files_when_the_store_fails_and_ragrig_log_logs_them(tiny_run, tmp_path):
+    import shutil
+
+    from .conftest import copy_run
+
+    ws = copy_run(tiny_run, tmp_path / "ws")
+    for name in ("reports/run", "reports/metrics.json", "reports/index.html"):
+        path = ws / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    env = project_env({"RAGRIG_MLFLOW_URI": f"sqlite:///{text}"})
+    proc = subprocess.run(_report_cmd(ws), cwd=ws, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (line,) = [ln for ln in proc.stderr.splitlines() if "MLflow" in ln]
+    assert line.startswith(
+        f"report: not logged to MLflow: MLflow tracking store sqlite:///{text}: {text} is not an "
+        "SQLite database"
+    )
+    assert line.endswith("log them once the store works with `ragrig log`")
+    assert "Traceback" not in proc.stderr
+    for name in ("reports/metrics.json", "reports/index.html", "reports/run/scorecard.csv"):
+        assert (ws / name).stat().st_size > 0, name
+    uri = f"sqlite:///{tmp_path / 'fixed' / 'mlflow.db'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragrig", "log"],
+        cwd=ws,
+        env={**env, "RAGRIG_MLFLOW_URI": uri},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("logged: MLflow run ")
+    (run,) = _runs(uri)
+    metrics = json.loads((ws / "reports/metrics.json").read_text())
+    assert run["status"] == "FINISHED"
+    assert run["metrics"]["retrieval/ndcg_at_10"] == pytest.approx(metrics["retrieval"]["ndcg@10"])

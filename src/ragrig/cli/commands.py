@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare."""
+ingest-fidelity, remote, warm, prepare, log."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ def add_parsers(sub: Any) -> None:
     add_remote(sub)
     add_warm(sub)
     add_prepare(sub)
+    from ragrig.cli.log import add_parser as add_log
+
+    add_log(sub)
 
 
 def add_train_verifier(sub: Any) -> None:

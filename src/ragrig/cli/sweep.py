@@ -17,10 +17,11 @@ def _jobs_from_hydra(overrides: list[str]) -> int | None:
     (joblib's default -1: one per core)."""
     if not any(o.replace(" ", "") == "hydra/launcher=joblib" for o in overrides):
         return None
-    n = next(
-        (int(o.split("=", 1)[1]) for o in overrides if o.startswith("hydra.launcher.n_jobs=")),
-        -1,
-    )
+    given = next((o for o in overrides if o.startswith("hydra.launcher.n_jobs=")), None)
+    try:
+        n = int(given.split("=", 1)[1]) if given else -1
+    except ValueError:
+        raise SweepError(f"override {given!r}: n_jobs is a whole number") from None
     return n if n > 0 else max(1, (os.cpu_count() or 1) + 1 + n)
 
 

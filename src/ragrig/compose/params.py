@@ -28,10 +28,13 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
     from dvc.utils.hydra import compose_and_dump
     from hydra.errors import (
         ConfigCompositionException,
+        HydraException,
         MissingConfigException,
         OverrideParseException,
     )
+    from omegaconf.errors import OmegaConfBaseException
 
+    parse_overrides(overrides or [])  # unreadable or reading the environment: one line, first
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "params.yaml"
         try:
@@ -54,7 +57,85 @@ def compose_yaml(conf_dir: str | Path, overrides: list[str] | None = None) -> st
             cause = str(exc.__cause__).splitlines()[0] if exc.__cause__ is not None else ""
             text = " ".join(str(exc).split()) + (f" ({cause})" if cause else "")
             raise ConfigError(text) from exc
+        except (HydraException, OmegaConfBaseException) as exc:
+            # e.g. an interpolation of a key the config does not have, resolved on writing
+            raise ConfigError(" ".join(str(exc).split()) or type(exc).__name__) from exc
         return out.read_text(encoding="utf-8")
+
+
+# Resolvers that read the process environment. Composition resolves every interpolation before
+# params.yaml is written, so `${oc.env:VAR}` puts the variable's value into params.yaml, dvc.lock,
+# the experiment's commit and the stage manifests; oc.decode resolves interpolations inside a
+# string, `env` is OmegaConf 1's spelling. A secret is named in the config instead (e.g.
+# generate.api_key_env) and read when the stage runs.
+ENV_RESOLVERS = frozenset({"oc.env", "env", "oc.decode"})
+
+
+def parse_overrides(overrides: list[str]) -> list[Any]:
+    """Hydra's reading of each override (hydra.core.override_parser Override objects). ConfigError,
+    one line quoting the override, for the first that Hydra cannot read and for one that calls a
+    resolver reading the environment (ENV_RESOLVERS) or a resolver whose name is computed."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    parsed = []
+    for o in overrides:
+        try:
+            override = parser.parse_override(o)
+        except HydraException as exc:
+            raise ConfigError(_override_error(exc, [o])) from None
+        for name in _resolver_names(override.value()):
+            if name in ENV_RESOLVERS or "${" in name:
+                what = (
+                    f"calls a resolver whose name is computed ({name})"
+                    if "${" in name
+                    else f"reads the environment (${{{name}:...}})"
+                )
+                raise ConfigError(
+                    f"override {o!r} {what}: composition would write the value into "
+                    "params.yaml, dvc.lock and the experiment's commit; give the value itself, "
+                    "or name a secret's variable in the config (e.g. generate.api_key_env) so "
+                    "the stage reads it when it runs"
+                )
+        parsed.append(override)
+    return parsed
+
+
+def _resolver_names(value: Any) -> list[str]:
+    """The resolvers an override's value calls (`${name:...}`, nested ones too), as OmegaConf will
+    read them; a name computed from an interpolation (`${${x}:y}`) is given as its text."""
+    from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser as G
+    from omegaconf.grammar_parser import parse
+
+    names: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, G.InterpolationResolverContext):
+            names.append(node.resolverName().getText())
+        for child in getattr(node, "children", None) or []:
+            walk(child)
+
+    for text in _strings(value):
+        if "${" not in text:
+            continue
+        try:
+            walk(parse(text))
+        except Exception:  # not an interpolation OmegaConf reads: it fails composing, named there
+            continue
+    return names
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside an override's value: lists, dicts and sweeps (choice, glob) included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    parts = [getattr(value, a, None) for a in ("list", "include", "exclude")]
+    return [s for part in parts if part for s in _strings(part)]
 
 
 def _missing_option(exc: Exception, conf_dir: str | Path) -> str:

@@ -56,6 +56,12 @@ class MlflowConfig(Section):
     connect_timeout_s: int = Field(
         5, gt=0, description="preflight: seconds to reach the store before giving up"
     )
+    lock_timeout_s: float = Field(
+        30,
+        gt=0,
+        description="seconds a sqlite store that another process holds locked is waited for "
+        "(retried with backoff) before the run is left unlogged, saying so",
+    )
     traces: bool = Field(
         True,
         description="log each answer as an MLflow trace of the run (question and passages "

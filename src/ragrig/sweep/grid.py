@@ -77,13 +77,13 @@ def expand_presets(overrides: list[str], conf_dir: Path | None = None) -> list[s
 
 
 def grid(overrides: list[str], conf_dir: Path | None = None) -> list[list[str]]:
-    """Every point of a sweep: the product of each override's values (`a=1,2 b=x,y` -> 4)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    """Every point of a sweep: the product of each override's values (`a=1,2 b=x,y` -> 4). An
+    override Hydra cannot read, or one reading the environment, is refused (ConfigError, one
+    line quoting it) before any point exists."""
+    from ragrig.compose.params import parse_overrides
 
     choices = []
-    parsed = OverridesParser.create().parse_overrides(
-        config_overrides(expand_presets(overrides, conf_dir))
-    )
+    parsed = parse_overrides(config_overrides(expand_presets(overrides, conf_dir)))
     for o in parsed:
         if o.is_sweep_override():
             key = o.get_key_element()

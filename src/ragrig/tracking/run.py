@@ -56,10 +56,10 @@ TAG_ERROR = "ragrig.error"  # why a run ended FAILED (also what the sweep record
 
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a `sqlite:///` URI (absolute), else None."""
-    prefix = "sqlite:///"
-    if not uri.startswith(prefix):
-        return None
-    return Path(uri[len(prefix) :]).resolve()
+    from ragrig.tracking.stores import sqlite_store
+
+    store = sqlite_store(uri)
+    return store.path if store is not None else None
 
 
 def artifact_location(uri: str, configured: str | None = None) -> str | None:
@@ -95,11 +95,16 @@ def configure(mlflow_cfg: Any, cwd: Path) -> str:
 
 
 @contextlib.contextmanager
-def store_lock(uri: str) -> Iterator[None]:
+def store_lock(uri: str, timeout_s: float | None = None) -> Iterator[None]:
     """Serialise store creation between processes: two processes opening a not-yet-created
     sqlite store race on its schema (`table ... already exists`); on PostgreSQL the same
-    holds for MLflow's schema migrations and for creating the experiment (an advisory lock)."""
-    from ragrig.tracking.stores import is_postgres, pg_advisory_lock
+    holds for MLflow's schema migrations and for creating the experiment (an advisory lock).
+    The sqlite lock file is waited for `timeout_s` at most (default LOCK_TIMEOUT_S), then
+    ServiceError: a process stuck while holding it never hangs the next one."""
+    import time
+
+    from ragrig.core.errors import ServiceError
+    from ragrig.tracking.stores import LOCK_TIMEOUT_S, is_postgres, pg_advisory_lock, redact
 
     if is_postgres(uri):
         with pg_advisory_lock(uri, "ragrig-mlflow-store"):
@@ -111,9 +116,30 @@ def store_lock(uri: str) -> Iterator[None]:
         return
     import fcntl
 
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    lock = db.with_name(db.name + ".lock")
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock, "a")  # noqa: SIM115 (closed below, after the lock is released)
+    except OSError as exc:
+        raise ServiceError(
+            f"MLflow tracking store {redact(uri)}: cannot create {lock} ({exc.strerror}): the "
+            "store's folder is not writable"
+        ) from None
+    with fh:
+        bound = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+        deadline, pause = time.monotonic() + bound, 0.05
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ServiceError(
+                        f"MLflow tracking store {redact(uri)}: another process held {lock} for "
+                        f"{bound:g} s (report.mlflow.lock_timeout_s)"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
         try:
             yield
         finally:
@@ -143,7 +169,11 @@ EXPERIMENT_KIND = "custom_model_development"
 
 
 def ensure_experiment(
-    uri: str, experiment: str, client: Any = None, artifacts: str | None = None
+    uri: str,
+    experiment: str,
+    client: Any = None,
+    artifacts: str | None = None,
+    lock_timeout_s: float | None = None,
 ) -> str:
     """Create the store (schema) and the experiment once, with an absolute artifact location
     (`artifacts`, e.g. s3://bucket/prefix, when configured) and the model-development kind
@@ -152,10 +182,10 @@ def ensure_experiment(
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
-    from ragrig.tracking.stores import sqlalchemy_uri
+    from ragrig.tracking.stores import sqlalchemy_uri, store_errors
 
     uri = sqlalchemy_uri(uri)
-    with store_lock(uri):
+    with store_errors(uri), store_lock(uri, lock_timeout_s):
         client = client or MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:
@@ -265,6 +295,7 @@ def log_run(
     artifacts_location: str | None = None,
     tags: dict[str, str] | None = None,
     traces: list[dict[str, Any]] | None = None,
+    lock_timeout_s: float | None = None,
 ) -> str:
     """Log one run; return its run id. The run ends FINISHED only when params, metrics and
     artifacts are all logged; an exception or SIGINT/SIGTERM on the way ends it FAILED.
@@ -279,14 +310,40 @@ def log_run(
         tags=tags,
         traces=traces,
     )
-    return log_contents(uri, experiment, contents, artifacts_location)
+    return log_contents(uri, experiment, contents, artifacts_location, lock_timeout_s)
 
 
 def log_contents(
-    uri: str, experiment: str, contents: RunContents, artifacts_location: str | None = None
+    uri: str,
+    experiment: str,
+    contents: RunContents,
+    artifacts_location: str | None = None,
+    lock_timeout_s: float | None = None,
 ) -> str:
     """One run in few store calls: create (name and tags), one batch of params and metrics,
-    one folder of artifacts, end."""
+    one folder of artifacts, end. A store that fails (read-only, not a database, locked past
+    `lock_timeout_s`, unreachable) raises ServiceError with one line naming it."""
+    from ragrig.tracking.stores import (
+        LOCK_TIMEOUT_S,
+        check_file_store,
+        sqlalchemy_uri,
+        store_errors,
+        wait_for_sqlite,
+    )
+
+    uri = sqlalchemy_uri(uri)
+    bound = LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
+    # a locked sqlite store is waited for here, within the bound; MLflow's own wait is 20 s a
+    # statement, each, and ends in a traceback
+    check_file_store(uri)
+    wait_for_sqlite(uri, bound)
+    with store_errors(uri):
+        return _log_contents(uri, experiment, contents, artifacts_location, bound)
+
+
+def _log_contents(
+    uri: str, experiment: str, contents: RunContents, artifacts_location: str | None, bound: float
+) -> str:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     import tempfile
     import time
@@ -294,13 +351,9 @@ def log_contents(
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
-    from ragrig.tracking.stores import sqlalchemy_uri
-
-    uri = sqlalchemy_uri(uri)
-
-    with store_lock(uri):  # opening a store that does not exist yet creates its schema
+    with store_lock(uri, bound):  # opening a store that does not exist yet creates its schema
         client = MlflowClient(tracking_uri=uri)
-    experiment_id = ensure_experiment(uri, experiment, client, artifacts_location)
+    experiment_id = ensure_experiment(uri, experiment, client, artifacts_location, bound)
     fail_abandoned_runs(uri, experiment_id, client)
     tags = {**contents.tags, TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
     run_id = None

@@ -15,6 +15,7 @@ import os
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -241,8 +242,12 @@ def preflight(uri: str, artifact_location: str | None = None, timeout_s: int = 5
     """Reach the tracking store and the artifact bucket once, before anything runs."""
     if is_postgres(uri):
         check_postgres(uri, timeout_s)
+    elif uri.startswith("sqlite:///"):
+        check_sqlite(uri)
     elif uri.startswith(("http://", "https://")):
         check_server(uri, timeout_s)
+    else:
+        check_file_store(uri)
     if artifact_location and artifact_location.startswith("s3://"):
         check_s3(artifact_location, timeout_s)
 
@@ -275,3 +280,202 @@ def pg_advisory_lock(uri: str, name: str, timeout_s: int = 5) -> Iterator[None]:
                 cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
     finally:
         conn.close()
+
+
+# What an SQLite store file starts with (https://www.sqlite.org/fileformat.html, the header).
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# How long a locked sqlite store is waited for, unless report.mlflow.lock_timeout_s says
+LOCK_TIMEOUT_S = 30.0
+FIX_STORE = (
+    "point report.mlflow.tracking_uri (or $RAGRIG_MLFLOW_URI) at a writable store, or fix this one"
+)
+
+
+@dataclass(frozen=True)
+class SqliteStore:
+    """A `sqlite:///` store: its file, and how sqlite3 opens it (a `sqlite:///file:...?mode=ro
+    &uri=true` URI, SQLAlchemy's spelling of SQLite's URI filenames, keeps its query)."""
+
+    path: Path
+    target: str
+    is_uri: bool
+
+    @property
+    def read_only_uri(self) -> bool:
+        return self.is_uri and "mode=ro" in self.target
+
+
+def sqlite_store(uri: str) -> SqliteStore | None:
+    """The store of a `sqlite:///` URI, else None."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return None
+    rest = uri[len(prefix) :]
+    if rest.startswith("file:") and "uri=true" in rest:
+        name, _, query = rest[len("file:") :].partition("?")
+        keep = "&".join(q for q in query.split("&") if q and q != "uri=true")
+        path = Path(name).resolve()
+        return SqliteStore(path, f"file:{path}" + (f"?{keep}" if keep else ""), True)
+    path = Path(rest).resolve()
+    return SqliteStore(path, str(path), False)
+
+
+def check_sqlite(uri: str) -> None:
+    """What a glance tells of a sqlite store, without waiting: a file that is not an SQLite
+    database (a text file named as the store), a folder, a store or folder not writable."""
+    store = sqlite_store(uri)
+    if store is None:
+        return
+    head = f"MLflow tracking store {redact(uri)}"
+    path = store.path
+    if path.is_dir():
+        raise ServiceError(f"{head}: {path} is a folder, not a database file; {FIX_STORE}")
+    if path.exists():
+        try:
+            with open(path, "rb") as fh:
+                magic = fh.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise ServiceError(f"{head}: cannot read {path} ({exc.strerror})") from None
+        if magic and magic != SQLITE_MAGIC:
+            raise ServiceError(
+                f"{head}: {path} is not an SQLite database (another kind of file); {FIX_STORE}"
+            )
+    folder = path.parent if path.parent.exists() else _existing_parent(path)
+    if store.read_only_uri or not os.access(path if path.exists() else folder, os.W_OK):
+        raise ServiceError(_read_only(head, path))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ServiceError(
+            f"{head}: the folder {folder} is not writable (SQLite writes its journal beside the "
+            f"database); {FIX_STORE}"
+        )
+
+
+def check_file_store(uri: str) -> None:
+    """A path or file:// URI is MLflow's file store, a folder: a file there (a text file, a
+    database named without sqlite:///) is no store."""
+    if "://" in uri and not uri.startswith("file://"):
+        return
+    from urllib.parse import unquote
+
+    path = Path(unquote(urlsplit(uri).path) if uri.startswith("file://") else uri).expanduser()
+    if not path.is_file():
+        return
+    try:
+        with open(path, "rb") as fh:
+            is_sqlite = fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        is_sqlite = False
+    instead = (
+        f"an SQLite store is named sqlite:///{path.resolve()}"
+        if is_sqlite
+        else "a tracking URI names a database (sqlite:///path/mlflow.db), a server or a folder"
+    )
+    raise ServiceError(
+        f"MLflow tracking store {redact(uri)}: {path} is a file, not a tracking store; {instead}"
+    )
+
+
+def _existing_parent(path: Path) -> Path:
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _read_only(head: str, path: Path) -> str:
+    return f"{head}: {path} is read-only, so no run can be written; {FIX_STORE}"
+
+
+def wait_for_sqlite(uri: str, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+    """Make sure a sqlite store takes a write now: take and release its write lock, retried with
+    backoff (0.1 s doubling, at most 2 s) while another process holds it, for `timeout_s` in all;
+    then ServiceError naming the lock and the bound. A read-only store says so at once."""
+    import sqlite3
+    import time
+
+    store = sqlite_store(uri)
+    if store is None or not store.path.exists():
+        return  # a new store: MLflow creates it (under ragrig's store lock)
+    check_sqlite(uri)
+    head = f"MLflow tracking store {redact(uri)}"
+    deadline = time.monotonic() + timeout_s
+    pause = 0.1
+    while True:
+        try:
+            conn = sqlite3.connect(store.target, uri=store.is_uri, timeout=0, isolation_level=None)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                # a write of what is there: refused by a read-only file or mount, changes nothing
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+                conn.execute("ROLLBACK")
+            finally:
+                conn.close()
+            return
+        except sqlite3.Error as exc:
+            text = str(exc).lower()
+            if "locked" not in text and "busy" not in text:
+                raise ServiceError(sqlite_reason(head, store.path, exc)) from None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ServiceError(
+                f"{head}: the database is locked by another process and stayed locked for "
+                f"{timeout_s:g} s (report.mlflow.lock_timeout_s); find the process holding "
+                f"{store.path} (fuser {store.path}) or raise the bound"
+            )
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 2.0)
+
+
+def sqlite_reason(head: str, path: Path, exc: BaseException) -> str:
+    """An SQLite failure of the store as one line, by what went wrong."""
+    text = " ".join(str(exc).split())
+    low = text.lower()
+    if "readonly" in low or "read-only" in low:
+        return _read_only(head, path)
+    if "not a database" in low:
+        return f"{head}: {path} is not an SQLite database (another kind of file); {FIX_STORE}"
+    if "locked" in low or "busy" in low:
+        return f"{head}: the database is locked by another process; {FIX_STORE}"
+    if "unable to open" in low:
+        return f"{head}: cannot open {path} (a missing or unwritable folder?); {FIX_STORE}"
+    return f"{head}: {text.splitlines()[0] if text else type(exc).__name__}"
+
+
+@contextlib.contextmanager
+def store_errors(uri: str) -> Iterator[None]:
+    """A failure of the store while ragrig talks to it (SQLAlchemy's, MLflow's, the file
+    system's) as ServiceError with one line naming the store; ragrig's own errors pass as
+    they are."""
+    from ragrig.core.errors import RagrigError
+
+    try:
+        yield
+    except RagrigError:
+        raise
+    except Exception as exc:
+        if not _is_store_error(exc):
+            raise
+        store = sqlite_store(uri)
+        head = f"MLflow tracking store {redact(uri)}"
+        if store is not None:
+            raise ServiceError(sqlite_reason(head, store.path, _root_cause(exc))) from None
+        first = (str(_root_cause(exc)).strip().splitlines() or [type(exc).__name__])[0]
+        raise ServiceError(f"{head}: {first}") from None
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = exc
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        seen = seen.__cause__ or seen.__context__
+    return seen if str(seen) else exc
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """An exception of the store's libraries or the file system, not a bug of ragrig's."""
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error | OSError):
+        return True
+    module = type(exc).__module__ or ""
+    return module.startswith(("sqlalchemy", "mlflow", "psycopg2", "requests", "botocore"))
