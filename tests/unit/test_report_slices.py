@@ -175,7 +175,7 @@ def test_qrels_naming_an_unknown_query_is_an_error():
 
     queries = _queries(n_gold=[1])
     qrels = pd.DataFrame({"qid": ["q0", "zz"], "doc_id": ["d1", "d1"], "relevance": [1, 1]})
-    with pytest.raises(DataValidationError, match=r"1 query id\(s\) missing .*\['zz'\]"):
+    with pytest.raises(DataValidationError, match=r"qrels name 1 query id \(.zz.\) missing"):
         build_report(_inputs(queries, qrels, ["q0"]), _cfg())
 
 

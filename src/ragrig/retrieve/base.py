@@ -9,6 +9,7 @@ import numpy as np
 
 from ragrig.core.ranking import sort_scores
 from ragrig.retrieve.fusion import convex, rrf
+from ragrig.retrieve.tuning import UNTUNED
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,16 @@ def fuse(
     for lane in lanes.values():
         for doc, chunk, _ in lane:
             best_chunk.setdefault(doc, chunk)
+    # unset (null): the untuned setting; the retrieve stage fills in a value tuned on the
+    # corpus first (ragrig.retrieve.tuning.choose_fusion)
     if method == "hybrid_rrf":
-        fused = rrf({name: [d for d, _, _ in lane] for name, lane in lanes.items()}, k=cfg.rrf_k)
+        k = UNTUNED[method][1] if cfg.rrf_k is None else cfg.rrf_k
+        fused = rrf({name: [d for d, _, _ in lane] for name, lane in lanes.items()}, k=k)
     elif method == "hybrid_convex":
         dense = {d: s for d, _, s in lanes["dense"]}
         sparse = {d: s for d, _, s in lanes["bm25"]}
-        fused = convex(dense, sparse, cfg.alpha, cfg.normalization)
+        alpha = UNTUNED[method][1] if cfg.alpha is None else cfg.alpha
+        fused = convex(dense, sparse, alpha, cfg.normalization)
     else:
         raise ValueError(f"{method!r} is not a hybrid method")
     return [(d, best_chunk[d], s) for d, s in fused[: cfg.depth]]
