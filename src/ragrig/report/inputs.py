@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ragrig.core.io import read_json, read_table
+from ragrig.core.io import load_array, read_json, read_table
 from ragrig.report.base import ReportInputs
 from ragrig.report.filters import read_filter_inputs
 from ragrig.report.scorecard import Vectors
@@ -47,9 +46,9 @@ def read_inputs(
         unjudged_not_parsed=read_json(parse_dir / "manifest.json").get("queries_unjudged", 0),
         vectors=Vectors(
             query_ids=read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist(),
-            queries=np.load(embed_dir / "queries.npy", mmap_mode="r"),
+            queries=load_array(embed_dir / "queries.npy", mmap_mode="r"),
             chunk_ids=read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist(),
-            chunks=np.load(embed_dir / "chunks.npy", mmap_mode="r"),
+            chunks=load_array(embed_dir / "chunks.npy", mmap_mode="r"),
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
         filters=read_filter_inputs(retrieve_dir),
