@@ -176,3 +176,16 @@ def test_the_stage_runner_reports_an_unnamed_full_disk_in_one_line(
         "ragrig report: error: disk full while writing reports/run/slices.csv: "
         "[Errno 122] Disk quota exceeded: 'reports/run/slices.csv'\n"
     )
+
+
+def test_a_trained_model_changed_since_its_stage_wrote_it_is_refused(tmp_path: Path) -> None:
+    from ragrig.judge.verifier_model import locate
+
+    folder = tmp_path / "data" / "train_verifier"
+    with atomic_dir(folder) as out:
+        write_json(out / "model" / "config.json", {"num_labels": 3})
+        write_json(out / "manifest.json", {"trained": True})
+    assert locate(folder) == folder / "model"
+    _flip_keeping_mtime(folder / "model" / "config.json", 5)
+    with pytest.raises(ArtifactError, match=r"model/config.json does not match the sha256"):
+        locate(folder)

@@ -26,8 +26,9 @@ BOM = b"\xef\xbb\xbf"
 MANIFEST = "manifest.json"
 # The manifest key holding {path below the folder: sha256} of every other file of a stage output.
 DIGESTS = "sha256"
-# How far above a file its stage folder's manifest is looked for (data/index/sparse/params.json).
-MANIFEST_DEPTH = 3
+# How far above a file its stage folder's manifest is looked for (data/index/sparse/params.json,
+# data/train_embed/model/1_Pooling/config.json).
+MANIFEST_DEPTH = 4
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 # Writers that report a full disk without an errno: numpy's `tofile` ("7680 requested and 6112
 # written"), faiss's and pyarrow's messages carrying the C library's text.
@@ -149,7 +150,7 @@ def verify_artifact(path: Path) -> None:
     if key in _verified:
         return
     manifest = folder / MANIFEST
-    with open(manifest, encoding="utf-8") as fh:
+    with loading(manifest, "JSON"), open(manifest, encoding="utf-8") as fh:
         recorded = json.load(fh).get(DIGESTS)
     if recorded is None:
         return
@@ -182,8 +183,9 @@ def loading(path: Path, kind: str) -> Iterator[None]:
     except (FileNotFoundError, ArtifactError):
         raise
     except (OSError, ValueError, EOFError, RuntimeError, KeyError) as exc:
+        hint = rerun_hint(stage_folder(path))
         raise ArtifactError(
-            f"{path} is corrupt or not a {kind} file ({_first_line(exc)}); {rerun_hint(stage_folder(path))}, "
+            f"{path} is corrupt or not a {kind} file ({_first_line(exc)}); {hint}, "
             f"or `dvc checkout {path}` if only this copy is damaged"
         ) from None
 
