@@ -53,8 +53,6 @@ def writing(path: Path) -> Iterator[None]:
     short write) or another OS error. The caller removes what it had begun."""
     try:
         yield
-    except ArtifactError:
-        raise
     except (OSError, RuntimeError) as exc:
         if is_disk_full(exc):
             raise ArtifactError(f"disk full while writing {path}: {_first_line(exc)}") from None
@@ -180,7 +178,7 @@ def loading(path: Path, kind: str) -> Iterator[None]:
     """Turn a failure to deserialize `path` into one line naming it and how to get it back."""
     try:
         yield
-    except (FileNotFoundError, ArtifactError):
+    except FileNotFoundError:  # the caller's own message for a missing file
         raise
     except (OSError, ValueError, EOFError, RuntimeError, KeyError) as exc:
         hint = rerun_hint(stage_folder(path))
