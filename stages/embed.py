@@ -14,10 +14,16 @@ def main() -> None:
     stage.apply_threads(threads)
     stage.apply_torch_threads(threads)
 
-    import numpy as np
     import pandas as pd
 
-    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.io import (
+        atomic_dir,
+        read_parquet,
+        read_table,
+        save_array,
+        write_json,
+        write_table,
+    )
     from ragrig.core.progress import bar
     from ragrig.embed import encode_chunks, encode_queries_timed, make_embedder
 
@@ -25,7 +31,7 @@ def main() -> None:
     cfg = load_section("embed", args.params)
     table = chunk_dir / "chunks.parquet"
     if cfg.executor.kind == "ray":  # the texts are read by the encoder actors, window by window
-        chunks = pd.read_parquet(table, columns=["chunk_id"])
+        chunks = read_parquet(table, columns=["chunk_id"])
     else:
         chunks = read_table(table, "chunks")
     queries = read_table(parse_dir / "queries.parquet", "queries")
@@ -44,8 +50,8 @@ def main() -> None:
 
         precision = precision_record(cfg.precision, resolve_precision(cfg.precision))
     with atomic_dir(args.out) as out:
-        np.save(out / "chunks.npy", chunk_vecs)
-        np.save(out / "queries.npy", query_vecs)
+        save_array(out / "chunks.npy", chunk_vecs)
+        save_array(out / "queries.npy", query_vecs)
         write_table(pd.DataFrame({"id": chunks["chunk_id"]}), out / "chunk_ids.parquet", "ids")
         write_table(pd.DataFrame({"id": queries["qid"]}), out / "query_ids.parquet", "ids")
         write_table(

@@ -12,19 +12,16 @@ def main() -> None:
 
     stage.apply_threads(stage.read_runtime(args.params, "threads"))
 
-    import faiss
-    import numpy as np
-
-    from ragrig.core.io import atomic_dir, read_table, write_json
+    from ragrig.core.io import atomic_dir, load_array, read_table, write_faiss, write_json
     from ragrig.index.step import build_indexes, manifest
 
     chunk_dir, embed_dir = args.inputs
     cfg = load_section("index", args.params)
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     ids = read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist()
-    built = build_indexes(chunks, ids, np.load(embed_dir / "chunks.npy"), cfg)
+    built = build_indexes(chunks, ids, load_array(embed_dir / "chunks.npy"), cfg)
     with atomic_dir(args.out) as out:
-        faiss.write_index(built.dense, str(out / "dense.faiss"))
+        write_faiss(built.dense, out / "dense.faiss")
         built.sparse.save(out / "sparse")
         write_json(
             out / "manifest.json", manifest(built, cfg, (out / "dense.faiss").stat().st_size)

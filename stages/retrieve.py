@@ -12,11 +12,18 @@ def main() -> None:
 
     stage.apply_threads(stage.read_runtime(args.params, "threads"))
 
-    import faiss
-    import numpy as np
-
     from ragrig.core.config import validate_section
-    from ragrig.core.io import atomic_dir, read_json, read_table, write_json, write_table
+    from ragrig.core.io import (
+        atomic_dir,
+        load_array,
+        loading,
+        read_faiss,
+        read_json,
+        read_table,
+        verify_tree,
+        write_json,
+        write_table,
+    )
     from ragrig.core.registry import resolve
     from ragrig.index import SPARSE_INDEXES
     from ragrig.retrieve import (
@@ -45,15 +52,15 @@ def main() -> None:
         corpus = documents_fingerprint(read_table(parse_dir / "documents.parquet", "documents"))
         cfg, fusion = choose_fusion(cfg, corpus)
         print(f"retrieve: {fusion.line()}")
-    dense = faiss.read_index(str(index_dir / "dense.faiss")) if "dense" in lanes else None
-    sparse = (
-        resolve(SPARSE_INDEXES, sparse_cfg.method, "sparse index").load(
-            index_dir / "sparse", sparse_cfg
-        )
-        if "bm25" in lanes
-        else None
-    )
-    qvecs = np.load(embed_dir / "queries.npy") if dense is not None else None
+    dense = read_faiss(index_dir / "dense.faiss") if "dense" in lanes else None
+    sparse = None
+    if "bm25" in lanes:
+        verify_tree(index_dir / "sparse")
+        with loading(index_dir / "sparse", f"{sparse_cfg.method} index"):
+            sparse = resolve(SPARSE_INDEXES, sparse_cfg.method, "sparse index").load(
+                index_dir / "sparse", sparse_cfg
+            )
+    qvecs = load_array(embed_dir / "queries.npy") if dense is not None else None
     fcfg = load_section("filters", args.params)
     chunk_doc = chunks["doc_id"].to_numpy()
 
@@ -88,7 +95,7 @@ def main() -> None:
     ann, ann_fields = check_ann(
         cfg,
         dense,
-        np.load(embed_dir / "chunks.npy", mmap_mode="r"),
+        load_array(embed_dir / "chunks.npy", mmap_mode="r"),
         queries["qid"].tolist(),
         qvecs,
     )
@@ -130,11 +137,9 @@ def from_file(args, cfg) -> None:
     """retrieve=run_file: the team's rankings (system.run_file), checked and written as a run."""
     from pathlib import Path
 
-    import numpy as np
-
     from ragrig.core.config import load_section, refuse_placeholder
     from ragrig.core.errors import ConfigError
-    from ragrig.core.io import atomic_dir, read_table, write_json, write_table
+    from ragrig.core.io import atomic_dir, load_array, read_table, write_json, write_table
     from ragrig.core.schemas import empty_table
     from ragrig.retrieve.run_file import read_run_file, run_from_file
 
@@ -150,8 +155,8 @@ def from_file(args, cfg) -> None:
     chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
     qids = read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist()
     cids = read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist()
-    qvecs = np.load(embed_dir / "queries.npy", mmap_mode="r")
-    cvecs = np.load(embed_dir / "chunks.npy", mmap_mode="r")
+    qvecs = load_array(embed_dir / "queries.npy", mmap_mode="r")
+    cvecs = load_array(embed_dir / "chunks.npy", mmap_mode="r")
     run, counts = run_from_file(
         read_run_file(path, cfg.format),
         path,

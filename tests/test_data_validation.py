@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -517,6 +518,15 @@ def test_parse_stage_writes_tables(tmp_path: Path) -> None:
     assert "empty title and text" not in proc.stdout
     assert "not in the claim files" not in proc.stdout
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    digests = manifest.pop("sha256")  # each file's, checked by the stages that read them
+    assert sorted(digests) == [
+        "docling/index.json",
+        "documents.parquet",
+        "elements.parquet",
+        "qrels.parquet",
+        "queries.parquet",
+    ]
+    assert digests["docling/index.json"] == hashlib.sha256(b'{\n  "files": []\n}\n').hexdigest()
     assert manifest == {
         "claim_labels": {"CONTRADICT": 2, "NOT_ENOUGH_INFO": 3, "SUPPORT": 4},
         "claims_unknown": 0,

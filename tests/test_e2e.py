@@ -389,6 +389,34 @@ def test_killed_stage_leaves_nothing_half_written_and_resumes(ws):
     pd.testing.assert_frame_equal(reference, pd.read_parquet(ws / "data/retrieve/run.parquet"))
 
 
+def test_an_index_changed_with_size_and_mtime_kept_is_refused_by_the_next_stage(ws, tmp_path):
+    """DVC trusts a file's size and modification time; the stage that loads it checks its bytes
+    against the sha256 recorded in the writing stage's manifest."""
+    path = ws / "data/index/dense.faiss"
+    original, st = path.read_bytes(), path.stat()
+    damaged = bytearray(original)
+    damaged[len(damaged) // 2] ^= 0xFF
+    out = tmp_path / "retrieve"
+    inputs = ["data/parse", "data/chunk", "data/embed", "data/index"]
+    try:
+        path.write_bytes(bytes(damaged))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert "Data and pipelines are up to date" in sh(["dvc", "status"], ws).stdout
+        cmd = [_python(ws), "stages/retrieve.py", "--out", str(out), "--inputs", *inputs]
+        proc = subprocess.run(cmd, cwd=ws, env=project_env(), capture_output=True, text=True)
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "ragrig retrieve: error: data/index/dense.faiss does not match the sha256 recorded in "
+        "data/index/manifest.json (changed since its stage wrote it: a bad copy, a damaged disk "
+        "or cache, an edit); rerun the stage that writes it: `dvc repro -f index`"
+    )
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ragrig.chunk.structure import TABLE_KINDS, list_runs
 from ragrig.core.errors import RagrigError
+from ragrig.core.io import verify_artifact
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*\Z)", re.S)
 
@@ -291,6 +292,7 @@ def _unit_spans(elements: Iterable[Element]) -> dict[str, list[tuple[int, int]]]
 def _load_docling(path: Path) -> Any:
     from docling_core.types.doc import DoclingDocument
 
+    verify_artifact(path)  # the parse stage's output, as it recorded it
     try:
         return DoclingDocument.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:

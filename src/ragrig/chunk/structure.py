@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragrig.core.errors import SchemaError
+from ragrig.core.io import read_parquet
 
 ELEMENT_COLUMNS = ("doc_id", "n", "kind", "text", "page", "section", "start", "end", "level")
 TABLE_KINDS = frozenset({"table"})
@@ -30,7 +31,7 @@ def read_elements(path: Path) -> pd.DataFrame | None:
     """elements.parquet, or None when the parse stage wrote none (or an empty one)."""
     if not path.exists():
         return None
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     missing = [c for c in ELEMENT_COLUMNS if c not in df.columns]
     if missing:
         raise SchemaError(f"{path}: elements table lacks column(s) {', '.join(missing)}")

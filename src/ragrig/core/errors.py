@@ -21,3 +21,8 @@ class ConfigError(RagrigError):
 
 class ServiceError(RagrigError):
     """A service ragrig starts or reaches (the MLflow server) is unavailable."""
+
+
+class ArtifactError(RagrigError):
+    """A stage output could not be written (a full disk), or one read back is corrupt, not of
+    its kind, or no longer the bytes its stage recorded."""

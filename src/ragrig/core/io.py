@@ -1,12 +1,15 @@
-"""Atomic file and folder writes, table I/O with schema validation, and reading the lines of an
-input file (UTF-8, gzip, a byte-order mark) with file:line errors."""
+"""Atomic file and folder writes, stage outputs sealed with their sha256 and checked on read, table
+I/O with schema validation, and reading the lines of an input file with file:line errors."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import zlib
@@ -17,10 +20,46 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.core.errors import DataValidationError
+from ragrig.core.errors import ArtifactError, DataValidationError
 from ragrig.core.schemas import validate
 
 BOM = b"\xef\xbb\xbf"
+MANIFEST = "manifest.json"
+# The manifest key holding {path below the folder: sha256} of every other file of a stage output.
+DIGESTS = "sha256"
+# How far above a file its stage folder's manifest is looked for (data/index/sparse/params.json,
+# data/train_embed/model/1_Pooling/config.json).
+MANIFEST_DEPTH = 4
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# Writers that report a full disk without an errno: numpy's `tofile` ("7680 requested and 6112
+# written"), faiss's and pyarrow's messages carrying the C library's text.
+DISK_FULL_TEXT = re.compile(
+    r"\d+ requested and \d+ written|No space left on device|Disk quota exceeded|File too large"
+)
+_verified: set[tuple[str, int, int, int]] = set()
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return getattr(exc, "errno", None) in DISK_FULL or bool(DISK_FULL_TEXT.search(str(exc)))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn a failed write of `path` into one line naming it: a full disk (ENOSPC, EDQUOT, a
+    short write) or another OS error. The caller removes what it had begun."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        if is_disk_full(exc):
+            raise ArtifactError(f"disk full while writing {path}: {_first_line(exc)}") from None
+        if isinstance(exc, OSError):
+            raise ArtifactError(f"could not write {path}: {_first_line(exc)}") from None
+        raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -28,7 +67,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with writing(path), os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -45,8 +84,109 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
+    """A JSON file; one a stage wrote is first checked against its manifest (verify_artifact)."""
+    verify_artifact(path)
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seal(folder: Path) -> None:
+    """Record in `folder`/manifest.json the sha256 of every other file below `folder`.
+
+    A loader then refuses a file changed since (verify_artifact): DVC does not notice a
+    workspace file whose bytes changed with its size and modification time kept (its state
+    database trusts them), and a stage run outside DVC is checked by nothing else.
+    """
+    manifest = folder / MANIFEST
+    data = read_json(manifest)
+    data[DIGESTS] = {
+        p.relative_to(folder).as_posix(): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p != manifest
+    }
+    write_json(manifest, data)
+
+
+def stage_folder(path: Path) -> Path | None:
+    """The stage output folder holding `path`: the nearest one above it with a manifest.json."""
+    for parent in list(Path(path).parents)[:MANIFEST_DEPTH]:
+        if (parent / MANIFEST).is_file():
+            return parent
+    return None
+
+
+def rerun_hint(folder: Path | None) -> str:
+    """How to get a stage output back: a stage folder is named after its stage (data/<stage>)."""
+    if folder is None:
+        return "write it again or restore it"
+    return f"rerun the stage that writes it: `dvc repro -f {folder.name}`"
+
+
+def verify_artifact(path: Path) -> None:
+    """Refuse a stage output whose bytes are not those its stage recorded in its manifest.
+
+    A file outside any stage folder, a manifest itself, a missing file (the reader says so) and
+    an output written before digests were recorded pass unchecked. Each file is hashed once
+    per process while its size, modification time and inode stay the same.
+    """
+    path = Path(path)
+    folder = stage_folder(path)
+    if folder is None or path.name == MANIFEST and path.parent == folder:
+        return
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key in _verified:
+        return
+    manifest = folder / MANIFEST
+    with loading(manifest, "JSON"), open(manifest, encoding="utf-8") as fh:
+        recorded = json.load(fh).get(DIGESTS)
+    if recorded is None:
+        return
+    rel = path.relative_to(folder).as_posix()
+    hint = rerun_hint(folder)
+    if rel not in recorded:
+        raise ArtifactError(
+            f"{path} is not among the files its stage recorded in {manifest}; {hint}"
+        )
+    if file_sha256(path) != recorded[rel]:
+        raise ArtifactError(
+            f"{path} does not match the sha256 recorded in {manifest} (changed since its stage "
+            f"wrote it: a bad copy, a damaged disk or cache, an edit); {hint}"
+        )
+    _verified.add(key)
+
+
+def verify_tree(folder: Path) -> None:
+    """verify_artifact for every file below `folder` (an index saved as several files)."""
+    for p in sorted(Path(folder).rglob("*")):
+        if p.is_file():
+            verify_artifact(p)
+
+
+@contextlib.contextmanager
+def loading(path: Path, kind: str) -> Iterator[None]:
+    """Turn a failure to deserialize `path` into one line naming it and how to get it back."""
+    try:
+        yield
+    except FileNotFoundError:  # the caller's own message for a missing file
+        raise
+    except (OSError, ValueError, EOFError, RuntimeError, KeyError) as exc:
+        hint = rerun_hint(stage_folder(path))
+        raise ArtifactError(
+            f"{path} is corrupt or not a {kind} file ({_first_line(exc)}); {hint}, "
+            f"or `dvc checkout {path}` if only this copy is damaged"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -54,7 +194,8 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces `path` in one rename.
 
     A stage killed midway leaves only a hidden `.name.tmp-*` folder, never a partial `path`
-    that a later stage could take for valid output.
+    that a later stage could take for valid output; a failed write (a full disk) removes it.
+    A folder with a manifest.json is sealed: the manifest records each file's sha256.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,8 +204,14 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
     try:
         yield tmp
-    except BaseException:
+        if (tmp / MANIFEST).is_file():
+            seal(tmp)
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, ArtifactError):  # name the file where it was to be, not the temporary
+            raise ArtifactError(str(exc).replace(str(tmp), str(path))) from None
+        if isinstance(exc, OSError) and is_disk_full(exc):  # a write outside the helpers below
+            raise ArtifactError(f"disk full while writing {path}: {_first_line(exc)}") from None
         raise
     if path.exists():
         old = path.with_name(f".{path.name}.old-{os.getpid()}")
@@ -82,7 +229,8 @@ def write_table(df: pd.DataFrame, path: Path, schema: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        df.to_parquet(tmp, index=False)
+        with writing(path):
+            df.to_parquet(tmp, index=False)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -90,9 +238,16 @@ def write_table(df: pd.DataFrame, path: Path, schema: str) -> None:
         raise
 
 
+def read_parquet(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """A parquet file, checked against its stage's manifest; a corrupt one refused in a line."""
+    verify_artifact(path)
+    with loading(path, "parquet"):
+        return pd.read_parquet(path, columns=columns)
+
+
 def read_table(path: Path, schema: str) -> pd.DataFrame:
     """Read a parquet table and validate it against its contract."""
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     validate(df, schema)
     return df
 
@@ -129,6 +284,40 @@ def size_text(n: int) -> str:
             value = n / scale
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
     return f"{n} bytes"
+
+
+def save_array(path: Path, array: Any) -> None:
+    """Write a numpy array as .npy; a full disk is refused naming the file."""
+    import numpy as np
+
+    with writing(path):
+        np.save(path, array)
+
+
+def load_array(path: Path, mmap_mode: str | None = None) -> Any:
+    """A .npy array written by a stage, checked against its manifest; never unpickled."""
+    import numpy as np
+
+    verify_artifact(path)
+    with loading(path, "numpy .npy"):
+        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+
+
+def write_faiss(index: Any, path: Path) -> None:
+    """Write a FAISS index; a full disk is refused naming the file."""
+    import faiss
+
+    with writing(path):
+        faiss.write_index(index, str(path))
+
+
+def read_faiss(path: Path) -> Any:
+    """A FAISS index written by a stage, checked against its manifest."""
+    import faiss
+
+    verify_artifact(path)
+    with loading(path, "FAISS index"):
+        return faiss.read_index(str(path))
 
 
 def iter_lines(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[tuple[int, str]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.core.io import verify_tree
 from ragrig.embed.base import Prefixed
 from ragrig.weights.models import model_fingerprint, resolve_model
 from ragrig.weights.precision import autocast, quantize_linear_int8, resolve_precision
@@ -34,6 +35,8 @@ class SentenceTransformerEmbedder(Prefixed):
             raise ValueError(f"precision {precision!r}: one of {', '.join(PRECISIONS)}")
         self.model_ref = model
         refuse_untrained_folder(model)
+        if Path(model).is_dir():  # a train_embed output: its files as the stage recorded them
+            verify_tree(Path(model))
         self.model = SentenceTransformer(resolve_model(model), device="cpu")
         if max_seq_length is not None:
             self.model.max_seq_length = max_seq_length

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.core.errors import ConfigError
+from ragrig.core.io import verify_tree
 from ragrig.weights.precision import autocast, quantize_linear_int8
 
 # The verifier's labels, in the order of its classifier head.
@@ -150,6 +151,7 @@ def locate(path: str | Path) -> Path:
                 f"verifier {path} holds no model: {info.get('reason', 'not trained')}"
             )
         path = path / MODEL_DIR
+        verify_tree(path)  # the weights as train_verifier recorded them
     elif not (path / "config.json").exists() and (path / MODEL_DIR / "config.json").exists():
         path = path / MODEL_DIR
     if not (path / "config.json").exists():

@@ -6,10 +6,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ragrig.core.io import read_json, read_table
+from ragrig.core.io import load_array, read_json, read_table
 from ragrig.report.base import ReportInputs
 from ragrig.report.filters import read_filter_inputs
 from ragrig.report.scorecard import Vectors
@@ -57,9 +56,9 @@ def read_inputs(
         parse_files=parse_files(parsed),
         vectors=Vectors(
             query_ids=read_table(embed_dir / "query_ids.parquet", "ids")["id"].tolist(),
-            queries=np.load(embed_dir / "queries.npy", mmap_mode="r"),
+            queries=load_array(embed_dir / "queries.npy", mmap_mode="r"),
             chunk_ids=read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist(),
-            chunks=np.load(embed_dir / "chunks.npy", mmap_mode="r"),
+            chunks=load_array(embed_dir / "chunks.npy", mmap_mode="r"),
         ),
         judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
         filters=read_filter_inputs(retrieve_dir),

@@ -104,6 +104,9 @@ class TrainedReranker(CrossEncoderReranker):
                 f"rerank=trained: {folder} holds no trained model ({manifest.get('reason')}); "
                 "set train_rerank.enabled=true, or use rerank=identity / rerank=cross_encoder"
             )
+        from ragrig.core.io import verify_tree
+
+        verify_tree(Path(folder) / "model")  # the weights as train_rerank recorded them
         self.manifest = manifest
         length = max_length or int(manifest["config"]["max_length"])
         super().__init__(str(Path(folder) / "model"), batch_size, length)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -111,7 +112,8 @@ def log_event(stage: str, seconds: float, status: str, **extra: object) -> None:
     }
     if getattr(sys, "_ragrig_warm_fork", False):
         record["warm"] = True  # run in a fork of a warm server (ragrig.runtime.warm)
-    with open(path, "a", encoding="utf-8") as fh:
+    # the log is a convenience: a full disk must not hide the stage's own error behind this one
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
 
 
@@ -124,7 +126,15 @@ def run(stage: str, main: Callable[[], None]) -> None:
         log_event(stage, time.perf_counter() - t0, "failed", error=str(exc)[:500])
         print(f"ragrig {stage}: error: {exc}", file=sys.stderr)
         sys.exit(1)
-    except Exception:
+    except Exception as exc:
+        from ragrig.core.io import is_disk_full
+
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            # a write outside the output helpers (which name their file): one line all the same
+            where = f" while writing {exc.filename}" if exc.filename else ""
+            log_event(stage, time.perf_counter() - t0, "failed", error=str(exc)[:500])
+            print(f"ragrig {stage}: error: disk full{where}: {exc}", file=sys.stderr)
+            sys.exit(1)
         log_event(stage, time.perf_counter() - t0, "crashed")
         traceback.print_exc()
         print(f"ragrig {stage}: crashed (traceback above)", file=sys.stderr)

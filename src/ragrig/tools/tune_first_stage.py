@@ -126,17 +126,16 @@ def load_chunk_vectors(
     """Chunk vectors written earlier for these chunks (data/embed/chunks.npy), checked: the row
     count, the chunk_ids.parquet beside the file if any, and `check_rows` rows spread over it
     against a fresh encoding of their texts (cosine >= 0.999). A mismatch is one clear error."""
-    import pandas as pd
-
     from ragrig.core.errors import DataValidationError
+    from ragrig.core.io import load_array, read_parquet
 
-    vectors = np.load(path)
+    vectors = load_array(path)
     if vectors.shape[0] != len(texts):
         raise DataValidationError(
             f"{path}: {vectors.shape[0]} vectors for {len(texts)} chunks of this corpus"
         )
     ids_path = path.parent / "chunk_ids.parquet"
-    if ids_path.exists() and pd.read_parquet(ids_path)["id"].tolist() != list(chunk_ids):
+    if ids_path.exists() and read_parquet(ids_path)["id"].tolist() != list(chunk_ids):
         raise DataValidationError(f"{ids_path}: chunk ids differ from this corpus's chunks")
     rows = np.linspace(0, len(texts) - 1, num=min(check_rows, len(texts))).astype(int)
     fresh = embedder.encode([texts[i] for i in rows])
