@@ -22,7 +22,7 @@ from __future__ import annotations
 import html
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,11 @@ def esc(v: Any) -> str:
     return html.escape(str(v), quote=True)
 
 
-def page(title: str, body: list[str]) -> str:
+def page(title: str, body: list[str], style: str = "") -> str:
+    """A whole page: `style` is added to the shared style sheet."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n<body>\n"
+        f"<title>{esc(title)}</title><style>{STYLE}{style}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )
@@ -440,10 +441,12 @@ def run_page_html(
     per_query: Any = None,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
+    sections: Sequence[str] = (),
 ) -> str:
     """The run page as a string. `metrics` is metrics.json's tree; `per_query` the report's long
     table (qid, measure, value and one column per slice) from which the intervals are drawn
-    (None: values without intervals)."""
+    (None: values without intervals); `sections`: HTML put after the scorecard (the link to
+    the answers page, ragrig.report.answers_page)."""
     body = ["<h1>ragrig run scorecard</h1>"]
     if params:
         idx = params.get("index", {})
@@ -484,6 +487,7 @@ def run_page_html(
     )
     if metrics.get("scorecard"):
         body += _scorecard_html(metrics["scorecard"], per_query, seed)
+    body += sections
     body += _slices_html(metrics, per_query, seed)
     lat = metrics.get("latency_ms") or {}
     body.append("<h2>Latency per stage</h2>")
@@ -523,9 +527,11 @@ def write_run_page(
     per_query: Any = None,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
+    sections: Sequence[str] = (),
 ) -> Path:
     """Write the run page to `out` (atomically) and return it."""
     atomic_write_text(
-        Path(out), run_page_html(metrics, per_query=per_query, params=params, seed=seed)
+        Path(out),
+        run_page_html(metrics, per_query=per_query, params=params, seed=seed, sections=sections),
     )
     return Path(out)
