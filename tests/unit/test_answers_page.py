@@ -241,3 +241,33 @@ def test_traces_carry_the_reasons_as_rationale_and_metadata():
         "evidence": "",
     }
     assert traces["q3"]["metadata"] == {} and traces["q4"]["judged_faithful"] is None
+
+
+def test_the_judges_feedback_in_mlflow_keeps_the_reasons(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from ragrig.tracking.run import log_run
+
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    queries, generations, judgments, _ = answers_pair()
+    traces = answer_traces(queries, generations, judgments, VETO)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_id = log_run(uri, "ragrig", {}, {}, [], tmp_path, traces=traces)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ragrig")
+    logged = client.search_traces(locations=[exp.experiment_id], run_id=run_id)
+    feedback = {
+        t.info.tags["ragrig.qid"]: a
+        for t in logged
+        for a in t.info.assessments
+        if a.name == "faithful"
+    }
+    assert sorted(feedback) == ["q1", "q2", "q3", "q5"]  # q4 undecided: no feedback
+    q1 = feedback["q1"]
+    assert (q1.value, q1.rationale) == (False, Q1)
+    assert q1.metadata["deciding_claim"] == "The trial reduced mortality"
+    assert q1.metadata["verdict"] == "contradicted" and q1.metadata["evidence"] == WINDOW
+    assert feedback["q5"].metadata["failure_mode"] == "wrong_number"
+    q3 = feedback["q3"]
+    assert (q3.value, q3.rationale) == (True, "faithful: 1 of 1 claims supported")
+    assert not q3.metadata
