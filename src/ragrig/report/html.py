@@ -8,7 +8,8 @@ digits), so a value on the page can be found in metrics.json by eye.
 Run page (`write_run_page`): headline metrics with 95% percentile-bootstrap intervals over
 queries (seeded, `ragrig.metrics.bootstrap`), the three-axis scorecard with its gate and
 diagnosis, the per-slice table with counts, p50/p95/p99 latency per stage, and per-query
-quality against cost.
+quality against cost; the sections it is given after the scorecard (the report stage's link to
+the answers page, ragrig.report.answers_page).
 
 Sweep page (`write_sweep_page`): the rows of contract 2 (`point`, `params`, `metrics`, `status`,
 `error`, `seconds`; metric names are the MLflow keys the report stage logs): a results table
