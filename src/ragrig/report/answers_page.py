@@ -24,6 +24,7 @@ import pandas as pd
 
 from ragrig.core.io import atomic_write_text
 from ragrig.core.schemas import FAILURE_MODES
+from ragrig.metrics.aggregate import slice_value_key
 from ragrig.metrics.reasons import (
     NO_EVIDENCE,
     Reason,
@@ -267,7 +268,7 @@ def answers_page_html(
     )
     modes = {m: i for i, m in enumerate(mode_order)}
     value_count = Counter((n, v) for it in shown for n, v in it["slices"].items())
-    keys = sorted(value_count, key=lambda nv: (names.index(nv[0]), nv[1]))
+    keys = sorted(value_count, key=lambda nv: (names.index(nv[0]), slice_value_key(nv[1])))
     values = {nv: i for i, nv in enumerate(keys)}
     rules = [f"body:has(#fv-{v}:checked) .answer:not(.v-{v}){{display:none}}" for v in VERDICTS]
     rules += [
@@ -314,10 +315,19 @@ def answers_page_html(
     return page("ragrig answers", body, ANSWERS_STYLE + "\n".join(rules))
 
 
-def write_answers_page(out: Path, *args: Any, **kwargs: Any) -> Path:
-    """Write the answers page to `out` (atomically) and return it; arguments as
-    answers_page_html's."""
-    atomic_write_text(Path(out), answers_page_html(*args, **kwargs))
+def write_answers_page(
+    out: Path,
+    queries: pd.DataFrame,
+    generations: pd.DataFrame,
+    judgments: pd.DataFrame,
+    slices: pd.DataFrame | None = None,
+    veto: Collection[str] | None = None,
+    limit: int = MAX_ANSWERS,
+    back: str | None = None,
+) -> Path:
+    """Write the answers page (answers_page_html) to `out` atomically and return it."""
+    text = answers_page_html(queries, generations, judgments, slices, veto, limit, back)
+    atomic_write_text(Path(out), text)
     return Path(out)
 
 
