@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import os
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
@@ -19,6 +20,8 @@ def main() -> None:
     from ragrig.core.config import load_params, load_section
     from ragrig.core.errors import ServiceError
     from ragrig.core.io import atomic_dir, read_json, write_json
+    from ragrig.report import answers_page
+    from ragrig.report.answers_page import write_answers_page
     from ragrig.report.html import write_run_page
     from ragrig.report.inputs import read_inputs
     from ragrig.report.paired import write_deltas, write_trec_files
@@ -56,10 +59,26 @@ def main() -> None:
         write_trec_files(inputs, out)
         for name, table in done.tables.items():
             table.to_csv(out / name, index=False, float_format="%.6f")
+        # each answer with its claims, passages and the judge's reasons, linked from the page
+        write_answers_page(
+            out / answers_page.NAME,
+            inputs.queries,
+            inputs.generations,
+            inputs.judgments,
+            answers_page.slice_columns(report.per_query, list(report.metrics["slices"])),
+            inputs.judge_veto,
+            back=os.path.relpath(args.html, args.out) if args.html is not None else None,
+        )
     write_json(args.metrics, report.metrics)
     if args.html is not None:
+        href = os.path.relpath(args.out / answers_page.NAME, args.html.parent)
         write_run_page(
-            report.metrics, args.html, per_query=report.per_query, params=params, seed=seed
+            report.metrics,
+            args.html,
+            per_query=report.per_query,
+            params=params,
+            seed=seed,
+            sections=[answers_page.scorecard_section(inputs.judgments, href)],
         )
     print(summary)
     if uri is not None:

@@ -154,6 +154,25 @@ class Chromium:
                 raise TimeoutError(f"never true within {timeout:g} s: {expression[:120]}")
             time.sleep(0.25)
 
+    def rendered_text(self, selector: str) -> str:
+        """The text an element shows, CSS generated content (`::after`, counters) included:
+        its static text in the accessibility tree, which the DOM's innerText leaves out."""
+        assert self.page is not None, "open a page first"
+        self._call(self.page, "Accessibility.enable")
+        root = self._call(self.page, "DOM.getDocument")["root"]["nodeId"]
+        node = self._call(self.page, "DOM.querySelector", nodeId=root, selector=selector)
+        tree = self._call(
+            self.page, "Accessibility.getPartialAXTree", nodeId=node["nodeId"], fetchRelatives=False
+        )
+        kids = self._call(
+            self.page, "Accessibility.getChildAXNodes", id=tree["nodes"][0]["nodeId"]
+        )["nodes"]
+        return "".join(
+            n.get("name", {}).get("value", "")
+            for n in kids
+            if n.get("role", {}).get("value") == "StaticText"
+        )
+
     def click_button(self, label: str) -> None:
         """Click the last button whose text (or aria-label) starts with `label`."""
         ok = self.js(

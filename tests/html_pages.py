@@ -114,3 +114,113 @@ def known_metrics() -> dict:
 
 def sweep_rows() -> list[dict]:
     return json.loads(SWEEP_ROWS.read_text())
+
+
+# The answers page (ragrig.report.answers_page): five answers whose every reason is known.
+# q1 contradicted, its deciding finding the verifier's confirmation with the window it read;
+# q2 a fabrication read by a verifier (claim probabilities, no finding); q3 faithful; q4 a
+# failed generation; q5 a wrong number. The answer of q1 and a passage hold markup.
+VETO = ("number", "fabricated", "contradicted")
+PASSAGES = [
+    "The trial did not reduce mortality.\nIt enrolled 40 patients.",
+    "Aspirin <b>lowers</b> fever.",
+]
+WINDOW = "The trial did not reduce mortality. It enrolled 40 patients."
+CONFIRMED = f"negation finding confirmed by the verifier: P(support) 0.012 against: {WINDOW}"
+
+
+def answers_pair() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(queries, generations, judgments, slices) of the five answers above."""
+    qids = ["q1", "q2", "q3", "q4", "q5"]
+    queries = pd.DataFrame(
+        {
+            "qid": qids,
+            "text": [
+                "Did the trial reduce mortality?",
+                "What does aspirin do?",
+                "How many enrolled?",
+                "Why?",
+                "How many were enrolled?",
+            ],
+        }
+    )
+    generations = pd.DataFrame(
+        {
+            "qid": qids,
+            "status": ["ok", "ok", "ok", "error", "ok"],
+            "answer": [
+                "The trial reduced mortality <script>alert(1)</script>. It enrolled 40 patients.",
+                "Aspirin lowers fever. It cures colds. It prevents flu.",
+                "40 patients.",
+                "",
+                "It enrolled 25 patients.",
+            ],
+            "contexts": [
+                json.dumps(PASSAGES),
+                json.dumps(PASSAGES[1:]),
+                json.dumps(PASSAGES[:1]),
+                "[]",
+                json.dumps(PASSAGES[:1]),
+            ],
+            "error": ["", "", "", "HTTP 500", ""],
+        }
+    )
+
+    def claims(*rows: tuple) -> str:
+        return json.dumps(
+            [
+                {"claim": c, "supported": s, **({"p_supported": p} if p is not None else {})}
+                for c, s, p in rows
+            ]
+        )
+
+    def found(*rows: tuple) -> str:
+        return json.dumps([{"claim": c, "kind": k, "detail": d} for c, k, d in rows])
+
+    nan = float("nan")
+    judgments = pd.DataFrame(
+        {
+            "qid": qids,
+            "status": ["scored", "scored", "scored", "skipped", "scored"],
+            "n_claims": [2, 3, 1, 0, 1],
+            "n_supported": [1, 1, 1, 0, 0],
+            "judged_faithful": [0.0, 0.0, 1.0, nan, 0.0],
+            "answer_support": [0.5, 0.4433, 1.0, nan, 0.0],
+            "failure_mode": ["contradiction", "fabrication", "", "", "wrong_number"],
+            "claims": [
+                claims(
+                    ("The trial reduced mortality", False, None),
+                    ("It enrolled 40 patients", True, None),
+                ),
+                claims(
+                    ("Aspirin lowers fever", True, 0.91),
+                    ("It cures colds", False, 0.12),
+                    ("It prevents flu", False, 0.3),
+                ),
+                claims(("Q: How many enrolled? A: 40 patients", True, None)),
+                "[]",
+                claims(("It enrolled 25 patients", False, None)),
+            ],
+            "contradictions": [
+                found(
+                    (
+                        "The trial reduced mortality",
+                        "negation",
+                        "the context negates what the claim states",
+                    ),
+                    ("The trial reduced mortality", "contradicted", CONFIRMED),
+                ),
+                "[]",
+                "[]",
+                "[]",
+                found(("It enrolled 25 patients", "number", "25")),
+            ],
+        }
+    )
+    slices = pd.DataFrame(
+        {
+            "qid": qids,
+            "claim_label": ["SUPPORT", "CONTRADICT", "SUPPORT", "NOT_ENOUGH_INFO", "SUPPORT"],
+        }
+    )
+    return queries, generations, judgments, slices

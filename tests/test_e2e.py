@@ -155,6 +155,16 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
     assert f'id="gate">{sc["gate"]}</span>' in page and "seed 13 (runtime.seed)" in page
     artifacts = Path(run["artifact_uri"].removeprefix("file://"))
     assert (artifacts / "index.html").read_text(encoding="utf-8") == page
+    # the answers page it links: every answer, and the reasons of each unfaithful one
+    answers = (ws / "reports/run/answers.html").read_text(encoding="utf-8")
+    judged = pd.read_parquet(ws / "data/judge/judgments.parquet")
+    unfaithful = int((judged["judged_faithful"] == 0.0).sum())
+    assert '<p id="answers-link"><a href="run/answers.html">' in page
+    assert f'id="answers-count">9 of 9 answers shown; in all {unfaithful} unfaithful' in answers
+    assert answers.count('<article class="answer ') == 9
+    assert answers.count('<div class="why">') == unfaithful
+    assert '<a href="../index.html">back to the run scorecard</a>' in answers
+    assert (artifacts / "answers.html").read_text(encoding="utf-8") == answers
     assert run["metrics.scorecard/axes/relevance/value"] == pytest.approx(
         sc["axes"]["relevance"]["value"]
     )

@@ -20,7 +20,15 @@ import pytest
 from ragrig.report.html import write_run_page
 from ragrig.sweep.page import write_sweep_page
 
-from .html_pages import EXPECTED_CARDS, SEED, known_metrics, per_query_table, sweep_rows
+from .html_pages import (
+    EXPECTED_CARDS,
+    SEED,
+    VETO,
+    answers_pair,
+    known_metrics,
+    per_query_table,
+    sweep_rows,
+)
 
 pytestmark = pytest.mark.full  # make test-all (CI) only
 
@@ -113,6 +121,40 @@ def test_sweep_page_renders_every_point(chromium, tmp_path):
             value = f"{r['metrics']['retrieval/ndcg_at_10']:.4f}"
             assert re.search(rf">{re.escape(value)}( ★)?</td>", dom), value
     assert dom.count("<svg") == 3  # HNSW Pareto, quality vs cost, nDCG@10 vs chunk size
+
+
+def test_answers_page_renders_and_filters_by_css_alone(chromium, tmp_path):
+    """The answers page in a real browser: not blank, every answer shown, and a click on a
+    filter hides the others (the page runs no script: the CSS `:has()` rules do it), with the
+    counter of shown answers following."""
+    from ragrig.report.answers_page import write_answers_page
+
+    from ._cdp import Chromium
+
+    page = write_answers_page(tmp_path / "answers.html", *answers_pair(), VETO)
+    dom, shot = render(chromium, page, tmp_path)
+    assert_not_blank(shot)
+    assert "evidence read: \u201c" in dom  # the &ldquo; entity, as the DOM holds it
+    visible = (
+        "JSON.stringify([...document.querySelectorAll('.answer')]"
+        ".filter(a => getComputedStyle(a).display !== 'none').map(a => a.id))"
+    )
+    with Chromium(chromium, tmp_path) as c:
+        c.open(page.resolve().as_uri())
+        assert json.loads(c.js(visible)) == ["a-q1", "a-q2", "a-q5", "a-q4", "a-q3"]
+        assert c.rendered_text("#shown") == "shown: 5"  # a CSS counter of the shown answers
+        for clicked, expected in [
+            ("fv-unfaithful", ["a-q1", "a-q2", "a-q5"]),
+            ("fm-1", ["a-q5"]),  # wrong_number
+            ("fv-all", ["a-q5"]),
+            ("fm-all", ["a-q1", "a-q2", "a-q5", "a-q4", "a-q3"]),
+            ("fs-2", ["a-q1", "a-q5", "a-q3"]),  # claim_label = SUPPORT
+            ("fv-faithful", ["a-q3"]),
+        ]:
+            c.js(f"document.getElementById('{clicked}').click()")
+            assert json.loads(c.js(visible)) == expected, clicked
+            assert c.rendered_text("#shown") == f"shown: {len(expected)}", clicked
+        assert c.js("document.scripts.length") == 0
 
 
 def test_missing_chromium_fails_under_ci_and_skips_otherwise():

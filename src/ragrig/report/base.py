@@ -36,6 +36,9 @@ class ReportInputs:
     vectors: Vectors | None = None
     # configured faithfulness weights (data/judge/manifest.json), to say when they were renormalised
     judge_weights: dict[str, float] | None = None
+    # the hard checks that decided answers (data/judge/manifest.json `decision.veto`), to name
+    # each unfaithful answer's deciding finding (ragrig.metrics.reasons); None: not recorded
+    judge_veto: tuple[str, ...] | None = None
     # people's labels of the judged answers (ragrig.dataset.labels.read_labels: qid -> {"human": 1|0})
     # and the file they came from; None: no labels
     labels: dict[str, dict] | None = None

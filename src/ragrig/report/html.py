@@ -8,7 +8,8 @@ digits), so a value on the page can be found in metrics.json by eye.
 Run page (`write_run_page`): headline metrics with 95% percentile-bootstrap intervals over
 queries (seeded, `ragrig.metrics.bootstrap`), the three-axis scorecard with its gate and
 diagnosis, the per-slice table with counts, p50/p95/p99 latency per stage, and per-query
-quality against cost.
+quality against cost; the sections it is given after the scorecard (the report stage's link to
+the answers page, ragrig.report.answers_page).
 
 Sweep page (`write_sweep_page`): the rows of contract 2 (`point`, `params`, `metrics`, `status`,
 `error`, `seconds`; metric names are the MLflow keys the report stage logs): a results table
@@ -22,7 +23,7 @@ from __future__ import annotations
 import html
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +98,11 @@ def esc(v: Any) -> str:
     return html.escape(str(v), quote=True)
 
 
-def page(title: str, body: list[str]) -> str:
+def page(title: str, body: list[str], style: str = "") -> str:
+    """A whole page: `style` is added to the shared style sheet."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n<body>\n"
+        f"<title>{esc(title)}</title><style>{STYLE}{style}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )
@@ -442,10 +444,12 @@ def run_page_html(
     per_query: Any = None,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
+    sections: Sequence[str] = (),
 ) -> str:
     """The run page as a string. `metrics` is metrics.json's tree; `per_query` the report's long
     table (qid, measure, value and one column per slice) from which the intervals are drawn
-    (None: values without intervals)."""
+    (None: values without intervals); `sections`: HTML put after the scorecard (the link to
+    the answers page, ragrig.report.answers_page)."""
     body = ["<h1>ragrig run scorecard</h1>"]
     if params:
         idx = params.get("index", {})
@@ -497,6 +501,7 @@ def run_page_html(
     )
     if metrics.get("scorecard"):
         body += _scorecard_html(metrics["scorecard"], per_query, seed)
+    body += sections
     body += _slices_html(metrics, per_query, seed)
     lat = metrics.get("latency_ms") or {}
     body.append("<h2>Latency per stage</h2>")
@@ -536,9 +541,11 @@ def write_run_page(
     per_query: Any = None,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
+    sections: Sequence[str] = (),
 ) -> Path:
     """Write the run page to `out` (atomically) and return it."""
     atomic_write_text(
-        Path(out), run_page_html(metrics, per_query=per_query, params=params, seed=seed)
+        Path(out),
+        run_page_html(metrics, per_query=per_query, params=params, seed=seed, sections=sections),
     )
     return Path(out)

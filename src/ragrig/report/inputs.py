@@ -35,6 +35,7 @@ def read_inputs(
     ann_path = retrieve_dir / "ann_recall.parquet"
     manifest = read_json(retrieve_dir / "manifest.json")
     parsed = read_json(parse_dir / "manifest.json")
+    judge_manifest = read_json(judge_dir / "manifest.json")
     inputs = ReportInputs(
         queries=read_table(parse_dir / "queries.parquet", "queries"),
         qrels=read_table(parse_dir / "qrels.parquet", "qrels"),
@@ -60,7 +61,8 @@ def read_inputs(
             chunk_ids=read_table(embed_dir / "chunk_ids.parquet", "ids")["id"].tolist(),
             chunks=load_array(embed_dir / "chunks.npy", mmap_mode="r"),
         ),
-        judge_weights=read_json(judge_dir / "manifest.json").get("weights"),
+        judge_weights=judge_manifest.get("weights"),
+        judge_veto=_veto(judge_manifest),
         filters=read_filter_inputs(retrieve_dir),
         position=(
             (
@@ -92,3 +94,8 @@ def precision_decisions(embed_dir: Path, generate_dir: Path, judge_dir: Path) ->
         name: read_json(folder / "manifest.json").get("precision_decision")
         for name, folder in (("embed", embed_dir), ("generate", generate_dir), ("judge", judge_dir))
     }
+
+
+def _veto(judge_manifest: dict) -> tuple[str, ...] | None:
+    veto = (judge_manifest.get("decision") or {}).get("veto")
+    return None if veto is None else tuple(veto)

@@ -18,7 +18,7 @@ def artifact_files(metrics: Path, out: Path, html: Path | None) -> list[Path]:
         *(out / name for name in ("per_query.parquet", "slices.csv", "scorecard.csv")),
         *(out / name for name in ("deltas.csv", "deltas.json", "summary.txt")),
         *sorted((out / "plots").glob("*.png")),
-        *(out / n for n in ("filters.csv", "position.csv") if (out / n).exists()),
+        *(out / n for n in ("filters.csv", "position.csv", "answers.html") if (out / n).exists()),
         *([html] if html is not None else []),
     ]
 
@@ -50,7 +50,7 @@ def publish(
         ),
         artifacts_location=mlflow_cfg.artifact_location,
         traces=(
-            answer_traces(inputs.queries, inputs.generations, inputs.judgments)
+            answer_traces(inputs.queries, inputs.generations, inputs.judgments, inputs.judge_veto)
             if mlflow_cfg.traces
             else None
         ),

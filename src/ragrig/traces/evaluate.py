@@ -159,7 +159,7 @@ def evaluate(
         batch = [x for x, _ in pending]
         judged = judging.run(batch)
         for (x, key), j in zip(pending, judged.to_dict("records"), strict=True):
-            absorb(windows[x.ts // width * width], x, key, j, cfg, judging.reads)
+            absorb(windows[x.ts // width * width], x, key, j, cfg, judging.reads, judging.veto)
         pending.clear()
 
     with bar("traces", None, "lines", on=progress) as b:
@@ -193,9 +193,13 @@ def evaluate(
     )
 
 
-def absorb(w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str) -> None:
-    """One judged interaction into its window."""
+def absorb(
+    w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str, veto: Any = None
+) -> None:
+    """One judged interaction into its window; its trace's rationale names why an unfaithful
+    answer is so (ragrig.metrics.reasons, `veto` the judge's vetoed kinds)."""
     from ragrig.dataset.labels import answer_sha256
+    from ragrig.metrics.reasons import deciding, rationale
     from ragrig.tracking.contents import TAG_ANSWER_SHA, TAG_QID
 
     w.judged += 1
@@ -226,6 +230,8 @@ def absorb(w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str)
         heapq.heapreplace(w.queries, (-key, x.question))
     if len(w.traces) < cfg.max_traces_per_window:
         mode = str(j.get("failure_mode") or "")
+        reason = deciding(j.get("claims"), j.get("contradictions"), mode, veto)
+        judged = None if decision is None else bool(decision >= 0.5)
         w.traces.append(
             {
                 "qid": x.id,
@@ -233,8 +239,11 @@ def absorb(w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str)
                 "outputs": {"answer": x.answer},
                 "tags": {TAG_QID: x.id, TAG_ANSWER_SHA: answer_sha256(x.answer)},
                 "status": "ok" if x.answer.strip() else "empty",
-                "judged_faithful": None if decision is None else bool(decision >= 0.5),
-                "rationale": f"failure mode: {mode}" if mode else ("faithful" if decision else ""),
+                "judged_faithful": judged,
+                "rationale": rationale(
+                    judged, reason, int(j.get("n_claims") or 0), int(j.get("n_supported") or 0)
+                ),
+                "metadata": reason.metadata() if reason is not None and judged is False else {},
             }
         )
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,12 +391,19 @@ TAG_QID, TAG_ANSWER_SHA = "ragrig.qid", "ragrig.answer_sha256"
 
 
 def answer_traces(
-    queries: pd.DataFrame, generations: pd.DataFrame, judgments: pd.DataFrame
+    queries: pd.DataFrame,
+    generations: pd.DataFrame,
+    judgments: pd.DataFrame,
+    veto: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One trace per generated answer: the question and its passages in, the answer out,
     tagged with the question id and the answer's sha256 (the labels file's key,
-    ragrig.dataset.labels), and the judge's decision as feedback (None: undecided, no feedback)."""
+    ragrig.dataset.labels), and the judge's decision as feedback (None: undecided, no feedback)
+    with its rationale: for an unfaithful answer the deciding claim, its verdict, the evidence
+    read and the failure mode (ragrig.metrics.reasons; `veto`: the judge's vetoed kinds), also
+    as the feedback's metadata."""
     from ragrig.dataset.labels import answer_sha256
+    from ragrig.metrics.reasons import deciding, rationale
 
     question = dict(zip(queries["qid"].astype(str), queries["text"], strict=True))
     judged = {str(r["qid"]): r for r in judgments.to_dict("records")}
@@ -407,6 +414,7 @@ def answer_traces(
         decision = j.get("judged_faithful") if j.get("status") == "scored" else None
         decision = None if decision is None or decision != decision else bool(decision >= 0.5)
         mode = str(j.get("failure_mode") or "")
+        reason = deciding(j.get("claims"), j.get("contradictions"), mode, veto)
         out.append(
             {
                 "qid": qid,
@@ -418,9 +426,10 @@ def answer_traces(
                 "tags": {TAG_QID: qid, TAG_ANSWER_SHA: answer_sha256(str(g["answer"]))},
                 "status": str(g["status"]),
                 "judged_faithful": decision,
-                "rationale": (
-                    f"failure mode: {mode}" if mode else ("faithful" if decision else "")
+                "rationale": rationale(
+                    decision, reason, int(j.get("n_claims") or 0), int(j.get("n_supported") or 0)
                 ),
+                "metadata": reason.metadata() if reason is not None and decision is False else {},
             }
         )
     return out

@@ -445,6 +445,8 @@ def _log_traces(uri: str, experiment_id: str, run_id: str, traces: list, client:
                     value=t["judged_faithful"],
                     source=judge,
                     rationale=t["rationale"] or None,
+                    # the deciding claim, verdict, evidence and failure mode, field by field
+                    metadata=t.get("metadata") or None,
                 ),
             )
 
