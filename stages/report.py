@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import os
+import sys
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (this checkout's src/ first on sys.path)
