@@ -113,3 +113,40 @@ def test_commands_taking_overrides_answer_in_one_line(command: list[str], tmp_pa
         assert starts in line and "Traceback" not in line
         assert SECRET not in proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []  # neither params.yaml nor an MLflow store
+
+
+def test_a_secret_resolved_into_params_is_refused_by_every_stage_before_it_writes(
+    tmp_path, monkeypatch, capsys
+):
+    """The path ragrig does not compose (plain `dvc exp run -S 'x=${oc.env:...}'`): the value
+    lands in params.yaml, and the first stage to read it refuses, naming the parameter and the
+    variable, never the value."""
+    import yaml
+
+    from ragrig.core.config import load_section, secret_params
+    from ragrig.core.errors import ConfigError
+
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to be told from chance
+    monkeypatch.setenv("HOME_DIR", secret)  # not a credential by name
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    params["dataset"]["name"] = secret
+    params["report"]["mlflow"]["tracking_uri"] = f"http://user:{secret}@host/"
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    assert secret_params(params) == [
+        ("dataset.name", "AWS_SECRET_ACCESS_KEY"),
+        ("report.mlflow.tracking_uri", "AWS_SECRET_ACCESS_KEY"),
+    ]
+    with pytest.raises(ConfigError) as err:
+        load_section("parse", path)  # any section: the whole file is refused
+    msg = str(err.value)
+    assert msg.startswith(
+        f"{path}: 2 parameters (dataset.name ($AWS_SECRET_ACCESS_KEY), "
+        "report.mlflow.tracking_uri ($AWS_SECRET_ACCESS_KEY)) hold the value of a credential "
+        "environment variable"
+    )
+    assert secret not in msg and "\n" not in msg
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    assert load_section("dataset", path).name == secret  # without the variable: a plain string

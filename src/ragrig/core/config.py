@@ -8,6 +8,9 @@ stage's cache.
 from __future__ import annotations
 
 import importlib
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -172,12 +175,68 @@ def validate_all(cfg: dict[str, Any]) -> dict[str, Any]:
     return {name: validate_section(name, cfg[name]) for name in SECTIONS}
 
 
+# Environment variables whose values are credentials, by name. A value shorter than 8
+# characters is too likely to occur by chance (a flag, a port) to be matched.
+_SECRET_NAME = re.compile(
+    r"SECRET|TOKEN|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION_?KEY", re.I
+)
+_SECRET_MIN_LEN = 8
+
+
+def secret_params(raw: Any, env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(parameter path, environment variable name) for every string parameter that holds the
+    value of a credential-named environment variable, whole or inside it (a URL, a path)."""
+    env = os.environ if env is None else env
+    secrets = {
+        value: name
+        for name, value in sorted(env.items())
+        if _SECRET_NAME.search(name) and len(value) >= _SECRET_MIN_LEN
+    }
+    found: list[tuple[str, str]] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}.{key}" if where else str(key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(value, str):
+            for secret, name in secrets.items():
+                if secret in value:
+                    found.append((where, name))
+                    break
+
+    if secrets:
+        walk(raw, "")
+    return sorted(found)
+
+
+def refuse_secret_params(raw: Any, path: str | Path) -> None:
+    """Raise one ConfigError line naming each parameter that holds a credential's value (never
+    the value): resolved into params.yaml (e.g. `dvc exp run -S 'x=${oc.env:AWS_SECRET_...}'`),
+    it would reach dvc.lock, the stage outputs, the DVC cache and the experiment's commits."""
+    found = secret_params(raw)
+    if found:
+        shown = ", ".join(f"{p} (${n})" for p, n in found[:3])
+        more = f", … and {len(found) - 3} more" if len(found) > 3 else ""
+        word = "parameter" if len(found) == 1 else "parameters"
+        named = f"{len(found)} {word} ({shown}{more})"
+        raise ConfigError(
+            f"{path}: {named} hold the value of a credential environment variable; a secret "
+            "is never written into the configuration: restore it (make params) and pass "
+            "credentials through the environment at run time (docs/configuration.md)"
+        )
+
+
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read the composed params file DVC tracks."""
+    """Read the composed params file DVC tracks; refused when a parameter holds the value of a
+    credential environment variable (checked before any stage writes anything)."""
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
     if not isinstance(data, dict):
         raise ConfigError(f"{path} does not hold a mapping")
+    refuse_secret_params(data, path)
     return data
 
 
