@@ -220,10 +220,10 @@ def refuse_secret_params(raw: Any, path: str | Path) -> None:
     if found:
         shown = ", ".join(f"{p} (${n})" for p, n in found[:3])
         more = f", … and {len(found) - 3} more" if len(found) > 3 else ""
-        word = "parameter" if len(found) == 1 else "parameters"
+        word, verb = ("parameter", "holds") if len(found) == 1 else ("parameters", "hold")
         named = f"{len(found)} {word} ({shown}{more})"
         raise ConfigError(
-            f"{path}: {named} hold the value of a credential environment variable; a secret "
+            f"{path}: {named} {verb} the value of a credential environment variable; a secret "
             "is never written into the configuration: restore it (make params) and pass "
             "credentials through the environment at run time (docs/configuration.md)"
         )
