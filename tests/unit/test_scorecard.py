@@ -707,7 +707,31 @@ def test_the_faithfulness_axis_reads_the_decision_and_reports_the_score_beside_i
             "fabrication": 1,
             "overgeneralisation": 0,
         },
+        # q1: llm 0.75 / entity 1.0 agree; q2: llm 0.5 / entity 1.0, 0.5 apart: disagree;
+        # q4: its LLM call failed, entity alone: nothing to compare
+        "techniques": {
+            "agree": 1,
+            "disagree": 1,
+            "all_low": 0,
+            "fewer_than_two": 1,
+            "spread": 0.5,
+            "low": 0.5,
+            "disagree_qids": ["q2"],
+            "all_low_qids": [],
+        },
     }
+    assert (
+        long[("q1", "judge/techniques_disagree")],
+        long[("q2", "judge/techniques_disagree")],
+    ) == (
+        0.0,
+        1.0,
+    )
+    assert ("q4", "judge/techniques_disagree") not in long.index
+    assert (
+        "the faithfulness techniques (claims, llm, entity) disagree on 1 answer (q2) of 2 compared "
+        "(spread >= 0.5): something is wrong in retrieval; review them"
+    ) in t.notes
     assert not any("reads the mean score" in n for n in t.notes)
 
     t = scorecard_tables(

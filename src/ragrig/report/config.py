@@ -142,6 +142,23 @@ class LabelsConfig(Section):
     )
 
 
+class Disagreement(Section):
+    """When the faithfulness techniques (claims, llm, entity) disagree on an answer
+    (ragrig.metrics.agreement): their spread, the level below which all are low, and the share
+    of disagreeing answers from which the run's diagnosis names retrieval."""
+
+    spread: float = Field(
+        0.5, gt=0, le=1, description="highest - lowest part at which they disagree"
+    )
+    low: float = Field(0.5, gt=0, le=1, description="every part below it: discard the answer")
+    diagnose_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="share of compared answers disagreeing that the diagnosis names",
+    )
+
+
 class SimilarityRange(Section):
     """Cosines mapped to relevance 0 (at or below `irrelevant`) .. 1 (at or above `relevant`)."""
 
@@ -207,6 +224,7 @@ class ScorecardConfig(Section):
         "(the axis's mean). With people's labels, faithfulness reads labels.floor_on",
     )
     labels: LabelsConfig = LabelsConfig()
+    disagreement: Disagreement = Disagreement()
     correctness_surrogate_weights: dict[str, Weight] = Field(
         default_factory=lambda: {
             "self_consistency": 0.3,

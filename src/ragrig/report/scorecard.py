@@ -28,8 +28,10 @@ import pandas as pd
 
 from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.core.schemas import FAILURE_MODES, GENERATION_FAILED
+from ragrig.core.text import sample
 from ragrig.metrics import correctness as corr
 from ragrig.metrics import relevance as rel
+from ragrig.metrics.agreement import AGREE, ALL_LOW, DISAGREE, READINGS, technique_agreement
 from ragrig.metrics.citations import chunk_documents, context_documents
 from ragrig.metrics.names import ALL
 from ragrig.metrics.scorecard import (
@@ -143,6 +145,8 @@ def scorecard_tables(
     sur_parts_used: Counter[str] = Counter()
     failure_modes: Counter[str] = Counter()  # of the answers with a decision; "none": faithful
     undecided = 0  # scored answers whose judgments carry no decision (written before it)
+    agreement: Counter[str] = Counter()  # the techniques' reading per scored answer
+    flagged: dict[str, list[str]] = {DISAGREE: [], ALL_LOW: []}
 
     for g in generations.to_dict("records"):
         qid = g["qid"]
@@ -240,6 +244,20 @@ def scorecard_tables(
             failure_modes[j["failure_mode"] or "none"] += 1
         elif scored:
             undecided += 1
+        if scored:  # the faithfulness techniques side by side (ragrig.metrics.agreement)
+            llm_ok = j.get("llm_status") == "ok"
+            techniques = {
+                "claims": _value(j, "answer_support"),
+                "llm": _value(j, "llm_faithfulness") if llm_ok else None,
+                "entity": _value(j, "entity_overlap"),
+            }
+            reading = technique_agreement(techniques, cfg.disagreement.spread, cfg.disagreement.low)
+            agreement[reading or "fewer_than_two"] += 1
+            if reading is not None:
+                rows.append((qid, "judge/techniques_disagree", float(reading == DISAGREE)))
+                rows.append((qid, "judge/techniques_all_low", float(reading == ALL_LOW)))
+                if reading != AGREE:
+                    flagged[reading].append(str(qid))
         if cfg.faithfulness_reads == "decision" and decision is not None:
             faith = decision
         axes = {"faithfulness": faith, "relevance": relevance, "correctness": correctness}
@@ -292,10 +310,22 @@ def scorecard_tables(
             "decided": sum(failure_modes.values()),
             "undecided": undecided,
             "failure_modes": {m: failure_modes[m] for m in FAILURE_MODES},
+            "techniques": {
+                **{r: agreement[r] for r in (*READINGS, "fewer_than_two")},
+                "spread": cfg.disagreement.spread,
+                "low": cfg.disagreement.low,
+                # the answers to review, a few of each (ids in the per-query table)
+                "disagree_qids": flagged[DISAGREE][:10],
+                "all_low_qids": flagged[ALL_LOW][:10],
+            },
         },
     }
     notes = _notes(judgments, vectors, rel_parts_used, sur_parts_used, cfg, summary)
     return ScorecardTables(long, pq, summary, notes)
+
+
+def _answers(qids: list[str], n: int) -> str:
+    return f"{n} answer{'' if n == 1 else 's'} ({sample(qids, total=n)})"
 
 
 def _notes(judgments, vectors, rel_used, sur_used, cfg, summary) -> list[str]:
@@ -318,6 +348,20 @@ def _notes(judgments, vectors, rel_used, sur_used, cfg, summary) -> list[str]:
         notes.append(
             f"faithfulness reads the mean score for {faith['undecided']} answers: their "
             "judgments carry no decision (judged before it existed)"
+        )
+    tech = faith["techniques"]
+    compared = sum(tech[r] for r in READINGS)
+    if tech[DISAGREE]:
+        notes.append(
+            f"the faithfulness techniques (claims, llm, entity) disagree on "
+            f"{_answers(tech['disagree_qids'], tech[DISAGREE])} of {compared} "
+            f"compared (spread >= {tech['spread']:g}): something is wrong in retrieval; review them"
+        )
+    if tech[ALL_LOW]:
+        notes.append(
+            f"every faithfulness technique is below {tech['low']:g} on "
+            f"{_answers(tech['all_low_qids'], tech[ALL_LOW])} of {compared}: "
+            "discard those answers"
         )
     if vectors is None:
         notes.append("relevance without semantic similarity: no embed-stage vectors given")
@@ -432,6 +476,14 @@ def scorecard_section(
     gates = floor_readings(per_answer_axes(tables.long), rule, gates)
     card = evaluate(values, cfg.weights, cfg.floors_dict(), counts, gates, rule.describe(labelled))
     out = card.to_dict()
+    tech = tables.counts["faithfulness"]["techniques"]
+    compared = sum(tech[r] for r in READINGS)
+    if compared and tech[DISAGREE] / compared >= cfg.disagreement.diagnose_share:
+        # the rule: techniques that contradict each other point at retrieval first
+        out["diagnosis"] += (
+            f"; the faithfulness techniques disagree on {tech[DISAGREE]} of {compared} answers "
+            "(something is wrong in retrieval: check it first)"
+        )
     out["floors_on"] = rule.to_dict()
     out["notes"] = [*tables.notes, *out["notes"]]
     out["relevance"] = {
