@@ -86,6 +86,9 @@ def server():
                 self._send(200, b"<html>gateway</html>")
             elif route == "e400":
                 self._send(400, b"bad model")
+            elif route == "seeded":  # an unpinned judge: its rating depends on the seed
+                rating = 1 if body.get("seed", 0) % 2 == 0 else 0.25
+                self._send(200, _completion(json.dumps({**GOOD, "faithfulness": rating})))
             else:
                 self._send(200, good)
 
@@ -475,3 +478,86 @@ def test_llama_cpp_prompt_beyond_the_context_is_an_error_naming_it(tmp_path):
     assert out.status == "error" and out.verdict is None
     assert "exceeds the available context size (256 tokens)" in out.error
     assert not list(tmp_path.rglob("*.json"))  # nothing cached
+
+
+def test_a_repeated_judge_gives_mean_ratings_a_k_of_n_verdict_and_its_spread(server, tmp_path):
+    """Asked 3 times (seeds 0, 1, 2: ratings 1, 0.25, 1), the majority verdict is faithful, the
+    rating their mean, the spread their standard deviation; each call is cached."""
+    url, _, bodies = server
+    llm = _judge(url, "seeded", tmp_path, repeats=3, temperature=0.7)
+    assert (llm.repeats, llm.agree) == (3, 2)
+    n = len(bodies)
+    out = judge_all(OverlapJudge(), _gens({"a": ANSWER}), {"a": QUESTION}, progress=False, llm=llm)
+    validate(out, "judgments")
+    a = out.iloc[0]
+    assert [b["seed"] for b in bodies[n:]] == [0, 1, 2]
+    assert (a["llm_repeats"], a["llm_repeats_ok"], a["llm_votes"], a["llm_verdict"]) == (
+        3,
+        3,
+        2,
+        1.0,
+    )
+    assert a["llm_faithfulness"] == pytest.approx(0.75)
+    assert a["llm_spread"] == pytest.approx((2 * 0.25**2 + 0.5**2) ** 0.5 / 3**0.5)
+    assert (a["judge_prompt_tokens"], a["judge_completion_tokens"]) == (3 * 321, 3 * 45)
+    again = judge_all(
+        OverlapJudge(), _gens({"a": ANSWER}), {"a": QUESTION}, progress=False, llm=llm
+    )
+    assert len(bodies) == n + 3 and bool(again.iloc[0]["llm_cached"])  # all three cached
+    # all three must agree: two of three is not enough
+    strict = _judge(url, "seeded", tmp_path, repeats=3, agree=3)
+    out = judge_all(
+        OverlapJudge(), _gens({"a": ANSWER}), {"a": QUESTION}, progress=False, llm=strict
+    )
+    assert out.iloc[0]["llm_verdict"] == 0.0
+    with pytest.raises(ConfigError, match="agree \\(4\\) exceeds repeats \\(3\\)"):
+        _judge(url, "seeded", tmp_path, repeats=3, agree=4)
+
+
+@pytest.mark.parametrize(
+    ("votes", "ok", "k", "agree", "expected"),
+    [
+        (2, 3, 3, 2, 1.0),
+        (1, 3, 3, 2, 0.0),
+        (1, 2, 3, 2, None),
+        (0, 1, 3, 2, None),  # two failed calls could still have made two votes
+        (0, 2, 3, 2, 0.0),
+        (3, 3, 3, 3, 1.0),
+    ],
+)
+def test_k_of_n_counts_a_failed_call_as_neither_vote(votes, ok, k, agree, expected):
+    from ragrig.judge.step import k_of_n
+
+    assert k_of_n(votes, ok, k, agree) == expected
+
+
+def test_the_report_reads_the_repeated_judge_apart_from_the_system():
+    from ragrig.report.judge import judge_measures, repeated_judge_summary
+
+    j = pd.DataFrame(
+        {
+            "qid": ["a", "b", "c"],
+            "status": ["scored"] * 3,
+            "llm_status": ["ok", "ok", "error"],
+            "llm_repeats": [3, 3, 3],
+            "llm_repeats_ok": [3, 2, 0],
+            "llm_votes": [2, 2, 0],
+            "llm_verdict": [1.0, 1.0, None],
+            "llm_spread": [0.3, 0.1, None],
+            "faithfulness_parts": ["{}"] * 3,
+            **{c: [0.5, 0.5, None] for c in ("llm_faithfulness", "llm_relevance")},
+            **{c: [None] * 3 for c in ("llm_coverage", "llm_clarity", "llm_external_consistency")},
+        }
+    )
+    assert repeated_judge_summary(j) == {
+        "repeats": 3,
+        "answers": 2,
+        "calls_failed": 1,
+        "split": 1,  # a: 2 of 3 voted faithful; b: both calls that answered did
+        "undecided": 0,
+        "judged_faithful": 1.0,
+        "judge_variance": pytest.approx((0.09 + 0.01) / 2),
+        "judge_sd": pytest.approx(0.05**0.5),
+    }
+    long = pd.concat(judge_measures(j))
+    assert sorted(long.loc[long["measure"] == "judge/llm_spread", "value"]) == [0.1, 0.3]

@@ -85,6 +85,26 @@ class _LLMJudgeBase(Section):
     max_tokens: int = Field(DEFAULT_MAX_TOKENS, gt=0)
     temperature: float = Field(0.0, ge=0)
     seed: Seed = 0
+    repeats: int = Field(
+        1,
+        ge=1,
+        le=20,
+        description="calls per answer, call i seeded seed + i (each cached): for a judge that "
+        "cannot be pinned to temperature 0; the ratings are the mean of the calls that "
+        "succeeded, the verdict k-of-n (`agree`) and the spread is reported",
+    )
+    agree: int | None = Field(
+        None,
+        ge=1,
+        description="votes (a call rating faithfulness >= 0.5) the k-of-n verdict needs to be "
+        "faithful; null: a majority of `repeats`",
+    )
+
+    @model_validator(mode="after")
+    def _agree_within_repeats(self) -> _LLMJudgeBase:
+        if self.agree is not None and self.agree > self.repeats:
+            raise ValueError(f"judge.llm.agree ({self.agree}) exceeds repeats ({self.repeats})")
+        return self
 
 
 BaseURL = no_credentials(

@@ -211,6 +211,8 @@ class LLMJudge:
         self.extra_body = dict(extra_body or {})
         self.sleep = sleep
         self.calls = 0  # requests sent (retries included), for tests and the manifest
+        self.repeats = 1  # verdicts per answer (judge.llm.repeats) and the votes the k-of-n
+        self.agree = 1  # verdict needs (judge.llm.agree); set by make_llm_judge
 
     def _cache_path(self, key: str) -> Path:
         return self.cache_dir / key[:2] / f"{key}.json"
@@ -240,6 +242,21 @@ class LLMJudge:
         return self.exchange(
             judge_messages(question, answer, contexts), SCHEMA, "judgment", _parse_verdict
         )
+
+    def judge_repeated(
+        self, question: str, answer: str, contexts: list[str], k: int
+    ) -> list[LLMJudgment]:
+        """`k` verdicts of one answer, call i seeded seed + i (each its own cache entry; the
+        first is the single call's, so a cache made with one call per answer stays valid)."""
+        base = dict(self.params)
+        out = []
+        try:
+            for i in range(k):
+                self.params = {**base, "seed": base["seed"] + i}
+                out.append(self.judge(question, answer, contexts))
+        finally:
+            self.params = base
+        return out
 
     def exchange(
         self,
@@ -467,11 +484,15 @@ def make_llm_judge(cfg: Any) -> LLMJudge:
     }
     if cfg.backend == "openai_http":
         send, secrets = _http_transport(cfg)
-        return LLMJudge(send, secrets=secrets, max_retry_wait_s=cfg.max_retry_wait_s, **common)
-    if cfg.backend == "llama_cpp":
+        judge = LLMJudge(send, secrets=secrets, max_retry_wait_s=cfg.max_retry_wait_s, **common)
+    elif cfg.backend == "llama_cpp":
         # a cached prompt prefix would make a reply depend on the call before it
-        return LLMJudge(_LlamaTransport(cfg), extra_body={"cache_prompt": False}, **common)
-    raise ValueError(f"unknown LLM judge backend {cfg.backend!r}")
+        judge = LLMJudge(_LlamaTransport(cfg), extra_body={"cache_prompt": False}, **common)
+    else:
+        raise ValueError(f"unknown LLM judge backend {cfg.backend!r}")
+    judge.repeats = cfg.repeats
+    judge.agree = cfg.agree if cfg.agree is not None else cfg.repeats // 2 + 1
+    return judge
 
 
 # Model families, by the name's words: a judge of the generator's family tends to prefer its

@@ -42,6 +42,13 @@ class _Row:
     llm_clarity: float | None = None
     llm_external_consistency: float | None = None
     llm_unsupported: str = "[]"
+    # the repeated judge (judge.llm.repeats): calls made and succeeded, votes "faithful", the
+    # k-of-n verdict, the spread of the faithfulness ratings
+    llm_repeats: int = 0
+    llm_repeats_ok: int = 0
+    llm_votes: int = 0
+    llm_verdict: float | None = None
+    llm_spread: float | None = None
     llm_cached: bool = False
     llm_error: str = ""
     judge_prompt_tokens: int = 0
@@ -124,25 +131,60 @@ def _claim_fields(judge: Judge, question: str, answer: str, contexts: list[str])
     }
 
 
+# a call that rates faithfulness at or above this votes "faithful" in the k-of-n verdict
+VOTE_AT = 0.5
+_RATINGS = {
+    "llm_faithfulness": "faithfulness",
+    "llm_relevance": "context_relevance",
+    "llm_coverage": "coverage",
+    "llm_clarity": "clarity",
+    "llm_external_consistency": "external_consistency",
+}
+
+
+def k_of_n(votes: int, ok: int, k: int, agree: int) -> float | None:
+    """The repeated judge's verdict: 1.0 when `votes` of the calls that succeeded reach
+    `agree`, 0.0 when they cannot even counting the failed calls as votes, else None."""
+    if votes >= agree:
+        return 1.0
+    if votes + (k - ok) < agree:
+        return 0.0
+    return None
+
+
 def _llm_fields(llm: Any, question: str, answer: str, contexts: list[str]) -> dict[str, Any]:
-    """The LLM judge's columns for one answer (ragrig.judge.llm: never raises)."""
-    out = llm.judge(question, answer, contexts)
+    """The LLM judge's columns for one answer (ragrig.judge.llm: never raises). With
+    `llm.repeats` k > 1 it is asked k times: the ratings are the means over the calls that
+    succeeded, `llm_votes` of them rate faithfulness >= VOTE_AT, `llm_verdict` is the k-of-n
+    verdict and `llm_spread` the population standard deviation of their faithfulness."""
+    k = getattr(llm, "repeats", 1)
+    outs = (
+        [llm.judge(question, answer, contexts)]
+        if k == 1
+        else llm.judge_repeated(question, answer, contexts, k)
+    )
+    ok = [o for o in outs if o.verdict is not None]
+    first = ok[0] if ok else outs[0]
     fields: dict[str, Any] = {
-        "llm_status": out.status,
-        "llm_cached": out.cached,
-        "llm_error": out.error,
-        "judge_prompt_tokens": out.prompt_tokens,
-        "judge_completion_tokens": out.completion_tokens,
+        "llm_status": first.status,
+        "llm_cached": all(o.cached for o in outs),
+        "llm_error": next((o.error for o in outs if o.error), ""),
+        "judge_prompt_tokens": sum(o.prompt_tokens for o in outs),
+        "judge_completion_tokens": sum(o.completion_tokens for o in outs),
+        "llm_repeats": len(outs),
+        "llm_repeats_ok": len(ok),
     }
-    v = out.verdict
-    if v is not None:
+    if ok:
+        for col, attr in _RATINGS.items():
+            fields[col] = sum(getattr(o.verdict, attr) for o in ok) / len(ok)
+        faith = [o.verdict.faithfulness for o in ok]
+        mean = fields["llm_faithfulness"]
+        votes = sum(f >= VOTE_AT for f in faith)
         fields.update(
-            llm_faithfulness=v.faithfulness,
-            llm_relevance=v.context_relevance,
-            llm_coverage=v.coverage,
-            llm_clarity=v.clarity,
-            llm_external_consistency=v.external_consistency,
-            llm_unsupported=json.dumps(v.unsupported_statements, ensure_ascii=False),
+            llm_unsupported=json.dumps(first.verdict.unsupported_statements, ensure_ascii=False),
+            llm_votes=votes,
+            llm_verdict=k_of_n(votes, len(ok), len(outs), getattr(llm, "agree", 1)),
+            llm_spread=(sum((f - mean) ** 2 for f in faith) / len(faith)) ** 0.5,
         )
     return fields
 
@@ -286,6 +328,9 @@ def judge_all(
         "citation_pairs_supported",
         "claims_needing_support",
         "claims_cited_supported",
+        "llm_repeats",
+        "llm_repeats_ok",
+        "llm_votes",
     ):
         df[col] = df[col].astype("int64")
     df["llm_cached"] = df["llm_cached"].astype(bool)

@@ -51,7 +51,39 @@ def judge_measures(j: pd.DataFrame) -> list[pd.DataFrame]:
     for col, name in LLM_MEASURES.items():
         sel = ok[ok[col].notna()]
         parts.append(pd.DataFrame({"qid": sel["qid"], "measure": name, "value": sel[col]}))
+    if "llm_repeats" in j.columns:  # the repeated judge: its k-of-n verdict and spread
+        rep = ok[ok["llm_repeats"] > 1]
+        for col in ("llm_verdict", "llm_spread"):
+            sel = rep[rep[col].notna()]
+            parts.append(
+                pd.DataFrame({"qid": sel["qid"], "measure": f"judge/{col}", "value": sel[col]})
+            )
     return [p for p in parts if len(p)]
+
+
+def repeated_judge_summary(j: pd.DataFrame) -> dict[str, Any] | None:
+    """With judge.llm.repeats > 1: calls per answer, answers whose calls split (some vote
+    faithful, some not), undecided k-of-n verdicts, and the judge's own variance (the mean over
+    answers of the variance of its faithfulness ratings), apart from the system's."""
+    if "llm_repeats" not in j.columns:
+        return None
+    rep = j[(j["llm_status"] == "ok") & (j["llm_repeats"] > 1)]
+    if rep.empty:
+        return None
+    split = (rep["llm_votes"] > 0) & (rep["llm_votes"] < rep["llm_repeats_ok"])
+    variance = float((rep["llm_spread"].astype(float) ** 2).mean())
+    return {
+        "repeats": int(rep["llm_repeats"].max()),
+        "answers": int(len(rep)),
+        "calls_failed": int((rep["llm_repeats"] - rep["llm_repeats_ok"]).sum()),
+        "split": int(split.sum()),
+        "undecided": int(rep["llm_verdict"].isna().sum()),
+        "judged_faithful": float(rep["llm_verdict"].dropna().mean())
+        if rep["llm_verdict"].notna().any()
+        else None,
+        "judge_variance": variance,
+        "judge_sd": variance**0.5,
+    }
 
 
 def composite_summary(j: pd.DataFrame, configured: Mapping[str, float] | None) -> dict[str, Any]:
@@ -85,4 +117,5 @@ def composite_summary(j: pd.DataFrame, configured: Mapping[str, float] | None) -
         "prompt_tokens": int(j["judge_prompt_tokens"].sum()),
         "completion_tokens": int(j["judge_completion_tokens"].sum()),
         "cpu_s": float(j["judge_cpu_s"].sum()),
+        "llm_repeated": repeated_judge_summary(j),
     }

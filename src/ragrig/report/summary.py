@@ -191,6 +191,16 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
             lines.extend(by_slice)
     if "weights_used" in j:
         lines.append(composite_line(j))
+    rep = j.get("llm_repeated")
+    if rep:
+        share = rep["judged_faithful"]
+        lines.append(
+            f"LLM judge asked {rep['repeats']} times per answer ({rep['answers']} answers, "
+            f"{rep['calls_failed']} calls failed): k-of-n judged faithful "
+            f"{'n/a' if share is None else f'{share:.4f}'}, {rep['undecided']} undecided; calls "
+            f"split on {rep['split']} answers; the judge's own spread (sd of its faithfulness "
+            f"ratings within an answer) {rep['judge_sd']:.4f}"
+        )
     lines.append("")
     lines.append("latency ms      " + "  ".join(f"{q:>9}" for q in ("p50", "p95", "p99")))
     for stage_name, qs in sorted(metrics["latency_ms"].items(), key=lambda kv: stage_key(kv[0])):
