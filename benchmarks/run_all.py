@@ -36,6 +36,7 @@ BENCHMARKS = [
     "calibrate",
     "probes",
     "verifier",
+    "verifier_sources",
     "sweep",
     "sweep_ray",
     "rerank",
@@ -62,6 +63,7 @@ QUICK_ARGS = {
     "calibrate": ["--quick"],
     "probes": ["--quick"],
     "verifier": [],
+    "verifier_sources": [],
     "sweep": ["--skip-sequential"],
     "sweep_ray": [],
     "rerank": ["--train", "--depths", "20"],
@@ -91,6 +93,8 @@ OWN_SMOKE_DATASET = {
     # documents of every format, not a BEIR folder (default: ../shared/datasets/docling_test_docs)
     "parse": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
     "chunk": C.PROJECT_ROOT / "tests" / "fixtures" / "docs",
+    # a few invented rows of three claim_verification sources (default: the shared folder)
+    "verifier_sources": C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_claim_verification",
 }
 # Smallest settings that still run every code path on the 20-document fixture; "{tmp}" is a
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
@@ -143,6 +147,8 @@ SMOKE_ARGS = {
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
     ],
+    # half the fixture's rows as validation rows (the shipped tenth would leave almost none)
+    "verifier_sources": ["--validation-share", "0.5"],
     # two points of the fixture in parallel, their rerun, the overhead per point through the
     # worktree executor (one sweep; the --temp executor's sweeps are the parallel sweep's)
     "sweep": [

@@ -263,6 +263,23 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert r["target_met"] is None  # the targets are MTRAG's
 
 
+def test_verifier_sources_benchmark_reads_each_source_both_ways(smoke):
+    r = _ok(smoke, "verifier_sources")
+    # half the fixture's groups as validation rows: fever_nli 7, snli 12, wice 4 (its two
+    # supported claims with their removed-support negatives)
+    table = r["balanced_accuracy"]
+    assert {k: v["n"] for k, v in table.items() if "/" not in k} == {
+        "all": 23,
+        "fever_nli": 7,
+        "snli": 12,
+        "wice": 4,
+    }
+    for row in table.values():
+        for reader in ("verifier", "lexical"):
+            assert row[reader] is None or 0.0 <= row[reader] <= 1.0
+    assert r["rows"] == 23 and r["verifier_s"] > 0
+
+
 def test_parse_benchmark_on_the_documents_fixture(smoke):
     r = _ok(smoke, "parse")
     assert r["config"]["dataset_root"].endswith("tests/fixtures/docs")
