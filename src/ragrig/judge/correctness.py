@@ -270,9 +270,7 @@ def correctness_all(
         for g in generations.itertuples(index=False)
         if g.status not in GENERATION_FAILED
     ]
-    read = dict(
-        zip([q for q, _ in todo], scorer.score_all([i for _, i in todo]), strict=True)
-    )
+    read = dict(zip([q for q, _ in todo], scorer.score_all([i for _, i in todo]), strict=True))
     rows = [
         {
             "qid": q,

@@ -220,8 +220,11 @@ def f1(precision: float | None, recall: float | None) -> float | None:
 # --- coverage and clarity without an LLM judge -------------------------------------------------
 
 _WH = frozenset(
-    "what which who whom whose when where why how whether is are was were do does did can "
-    "could should would will shall may might has have had".split()
+    {
+        *("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whether"),
+        *("is", "are", "was", "were", "do", "does", "did", "can", "could", "should", "would"),
+        *("will", "shall", "may", "might", "has", "have", "had"),
+    }
 )
 # "..., and how ...", "; what ...": a new part of a multi-part question
 _PART_SPLIT = re.compile(
