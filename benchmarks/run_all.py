@@ -36,6 +36,7 @@ BENCHMARKS = [
     "calibrate",
     "probes",
     "verifier",
+    "correctness",
     "sweep",
     "sweep_ray",
     "rerank",
@@ -62,6 +63,7 @@ QUICK_ARGS = {
     "calibrate": ["--quick"],
     "probes": ["--quick"],
     "verifier": [],
+    "correctness": ["--max-answers", "60", "--max-claims", "60"],
     "sweep": ["--skip-sequential"],
     "sweep_ray": [],
     "rerank": ["--train", "--depths", "20"],
@@ -142,6 +144,16 @@ SMOKE_ARGS = {
         "12",
         "--mtrag-root",
         str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
+    ],
+    # the shipped verifier on the tiny MTRAG fixture (faithfulness ratings: it has no
+    # completeness) and ten of tiny_beir's dev claims negated
+    "correctness": [
+        "--mtrag-root",
+        str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
+        "--rating",
+        "faithfulness",
+        "--max-claims",
+        "10",
     ],
     # two points of the fixture in parallel, their rerun, the overhead per point through the
     # worktree executor (one sweep; the --temp executor's sweeps are the parallel sweep's)
