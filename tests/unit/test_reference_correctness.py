@@ -286,3 +286,23 @@ def test_bad_references_are_counted_never_scored_zero():
     ) in t.notes
     assert any(n.startswith("2 answers have no reference answer") for n in t.notes)
     assert any(n.startswith("1 answers have an empty reference answer") for n in t.notes)
+
+
+def test_the_console_line_says_what_the_axis_read():
+    from ragrig.report.scorecard import _correctness_line
+
+    section = {
+        "reads": {"claim_f1": 3, "token_f1": 1, "verdict": 0, "surrogates": 0},
+        "claim_f1": {"mean": 0.5, "n": 3},
+        "claim_precision": {"mean": 0.75, "n": 3},
+        "claim_recall": {"mean": 0.4, "n": 3},
+        "contradictions": {"mean": 2 / 3, "n": 3},
+        "token_f1": {"mean": 0.125, "n": 4},
+        "claim_level": {"failure_modes": {"negation": 2, "wrong_number": 0, "none": 1}},
+    }
+    assert _correctness_line(section) == (
+        "  correctness reads: claim_f1 3, token_f1 1; claim F1 0.5000 (precision 0.7500, "
+        "recall 0.4000, n 3); 2 contradicted claims; token-F1 0.1250 (n 4); failure modes: "
+        "negation 2, none 1"
+    )
+    assert _correctness_line({"reads": dict.fromkeys(("claim_f1", "token_f1"), 0)}) == ""

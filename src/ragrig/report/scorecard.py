@@ -667,6 +667,9 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
             f"{'decision' if faith['reads'] == 'decision' else 'mean score'}"
             + (f"; unfaithful: {modes}" if modes else "")
         )
+    corr_line = _correctness_line(section.get("correctness") or {})
+    if corr_line:
+        lines.append(corr_line)
     ppi = faith.get("ppi")
     if ppi:
         tested = section["axes"]["faithfulness"].get("gate_reads") or "judge's mean"
@@ -679,6 +682,38 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
     for note in section.get("notes", []):
         lines.append(f"  note: {note}")
     return lines
+
+
+def _correctness_line(c: Mapping[str, Any]) -> str:
+    """One console line: what the correctness axis read, with the claim-level figures."""
+    reads = c.get("reads") or {}
+    if not any(reads.values()):
+        return ""
+    parts = []
+    if "claim_f1" in c:
+        parts.append(
+            f"claim F1 {c['claim_f1']['mean']:.4f} (precision "
+            f"{_num((c.get('claim_precision') or {}).get('mean'))}, recall "
+            f"{_num((c.get('claim_recall') or {}).get('mean'))}, n {c['claim_f1']['n']})"
+        )
+        if "vital_recall" in c:
+            parts.append(f"vital-nugget recall {c['vital_recall']['mean']:.4f}")
+        total = (c.get("contradictions") or {}).get("mean", 0) * (
+            c.get("contradictions") or {}
+        ).get("n", 0)
+        parts.append(f"{round(total)} contradicted claims")
+    if "token_f1" in c:
+        parts.append(f"token-F1 {c['token_f1']['mean']:.4f} (n {c['token_f1']['n']})")
+    used = ", ".join(f"{r} {k}" for r, k in reads.items() if k)
+    modes = {
+        m: k for m, k in ((c.get("claim_level") or {}).get("failure_modes") or {}).items() if k
+    }
+    line = f"  correctness reads: {used}"
+    if parts:
+        line += "; " + "; ".join(parts)
+    if modes:
+        line += "; failure modes: " + ", ".join(f"{m} {k}" for m, k in modes.items())
+    return line
 
 
 def format_slice_scorecards(slices: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
