@@ -20,6 +20,12 @@ def main() -> None:
         cfg = cfg.model_copy(update={"model": str(verifier_dir)})
     queries = read_table(parse_dir / "queries.parquet", "queries")
     gens = read_table(generate_dir / "generations.parquet", "generations")
+    ref_col = cfg.correctness.reference_column if cfg.correctness is not None else None
+    if ref_col is not None and ref_col not in queries.columns:  # before any answer is judged
+        raise ConfigError(
+            f"judge.correctness.reference_column: the queries table has no column {ref_col!r} "
+            f"(columns: {sorted(queries.columns)})"
+        )
     llm = None
     if cfg.llm is not None:
         from ragrig.judge.llm import make_llm_judge
@@ -70,11 +76,6 @@ def main() -> None:
         )
 
         cc = cfg.correctness
-        if cc.reference_column not in queries.columns:
-            raise ConfigError(
-                f"judge.correctness.reference_column: the queries table has no column "
-                f"{cc.reference_column!r} (columns: {sorted(queries.columns)})"
-            )
         verifier = shared_verifier(
             str(verifier_dir) if cc.model is None else cc.model,
             cc.max_length,
