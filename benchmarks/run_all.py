@@ -37,6 +37,7 @@ BENCHMARKS = [
     "probes",
     "verifier",
     "verifier_sources",
+    "correctness",
     "sweep",
     "sweep_ray",
     "rerank",
@@ -64,6 +65,7 @@ QUICK_ARGS = {
     "probes": ["--quick"],
     "verifier": [],
     "verifier_sources": [],
+    "correctness": ["--max-answers", "60", "--max-claims", "60"],
     "sweep": ["--skip-sequential"],
     "sweep_ray": [],
     "rerank": ["--train", "--depths", "20"],
@@ -149,6 +151,16 @@ SMOKE_ARGS = {
     ],
     # half the fixture's rows as validation rows (the shipped tenth would leave almost none)
     "verifier_sources": ["--validation-share", "0.5"],
+    # the shipped verifier on the tiny MTRAG fixture (faithfulness ratings: it has no
+    # completeness) and ten of tiny_beir's dev claims negated
+    "correctness": [
+        "--mtrag-root",
+        str(C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_mtrag"),
+        "--rating",
+        "faithfulness",
+        "--max-claims",
+        "10",
+    ],
     # two points of the fixture in parallel, their rerun, the overhead per point through the
     # worktree executor (one sweep; the --temp executor's sweeps are the parallel sweep's)
     "sweep": [

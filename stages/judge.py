@@ -9,8 +9,10 @@ from ragrig.runtime import stage
 def main() -> None:
     args = stage.parser(__doc__).parse_args()
     from ragrig.core.config import load_section
+    from ragrig.core.errors import ConfigError
     from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.judge import decision_record, judge_all, make_judge
+    from ragrig.weights.precision import resolve_precision
 
     parse_dir, generate_dir, verifier_dir = args.inputs
     cfg = load_section("judge", args.params)
@@ -18,6 +20,12 @@ def main() -> None:
         cfg = cfg.model_copy(update={"model": str(verifier_dir)})
     queries = read_table(parse_dir / "queries.parquet", "queries")
     gens = read_table(generate_dir / "generations.parquet", "generations")
+    ref_col = cfg.correctness.reference_column if cfg.correctness is not None else None
+    if ref_col is not None and ref_col not in queries.columns:  # before any answer is judged
+        raise ConfigError(
+            f"judge.correctness.reference_column: the queries table has no column {ref_col!r} "
+            f"(columns: {sorted(queries.columns)})"
+        )
     llm = None
     if cfg.llm is not None:
         from ragrig.judge.llm import make_llm_judge
@@ -55,15 +63,36 @@ def main() -> None:
         print(f"judge: warning: {warning}")
     precision = None
     if cfg.method == "verifier":  # the verifier's matrix products on this CPU
-        from ragrig.weights.precision import precision_record, resolve_precision
+        from ragrig.weights.precision import precision_record
 
         precision = precision_record(cfg.quantize, resolve_precision(cfg.quantize, fp32="none"))
+    correctness = None
+    if cfg.correctness is not None:  # claim-level correctness against a reference answer
+        from ragrig.judge.confirm import shared_verifier
+        from ragrig.judge.correctness import (
+            ReferenceCorrectness,
+            correctness_all,
+            correctness_record,
+        )
+
+        cc = cfg.correctness
+        verifier = shared_verifier(
+            str(verifier_dir) if cc.model is None else cc.model,
+            cc.max_length,
+            cc.batch_size,
+            cc.threads,
+            resolve_precision(cc.quantize, fp32="none"),
+        )
+        scorer = ReferenceCorrectness.from_config(cc, verifier)
+        correctness = correctness_all(scorer, gens, queries, cc.reference_column)
     status = judgments["status"].value_counts().sort_index().to_dict()
     llm_status = judgments["llm_status"].value_counts().sort_index().to_dict()
     with atomic_dir(args.out) as out:
         write_table(judgments, out / "judgments.parquet", "judgments")
         if probe is not None:
             write_table(probe, out / "position_judgments.parquet", "judgments")
+        if correctness is not None:
+            write_table(correctness, out / "correctness.parquet", "correctness")
         write_json(
             out / "manifest.json",
             {
@@ -76,6 +105,9 @@ def main() -> None:
                 "precision_decision": precision,
                 "decision": decision_record(cfg.decision_threshold, judgments, cfg.veto),
                 "self_preference": warning,
+                "correctness": (
+                    correctness_record(correctness) if correctness is not None else None
+                ),
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")

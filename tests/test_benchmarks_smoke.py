@@ -280,6 +280,19 @@ def test_verifier_sources_benchmark_reads_each_source_both_ways(smoke):
     assert r["rows"] == 23 and r["verifier_s"] > 0
 
 
+def test_correctness_benchmark_on_the_fixtures(smoke):
+    r = _ok(smoke, "correctness")
+    assert r["config"]["answers"] == 8 and r["config"]["rating"] == "faithfulness"
+    assert r["config"]["tasks"] == {"calibration": 4, "held_out": 4}
+    assert set(r["measures"]) == {"token_f1", "claim_f1", "claim_precision", "claim_recall", "axis"}
+    assert sum(r["status"].values()) == 8
+    n = r["negation"]
+    # tiny_beir's dev claims: 9, of which negate() flips 8; every flip loses correctness
+    assert (n["scifact_claims"], n["negatable"]) == (9, 8)
+    assert n["claim_level_lost"] == n["verdict_path_lost"] == 1.0
+    assert r["target_met"] is None  # the targets are MTRAG's
+
+
 def test_parse_benchmark_on_the_documents_fixture(smoke):
     r = _ok(smoke, "parse")
     assert r["config"]["dataset_root"].endswith("tests/fixtures/docs")

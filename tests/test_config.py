@@ -232,6 +232,16 @@ def test_verifier_judge_needs_its_training_switched_on():
     assert not given["train_verifier"].enabled
 
 
+def test_claim_level_correctness_reads_the_reports_reference_column():
+    on = ["+judge.correctness={reference_column: answer}"]
+    with pytest.raises(ConfigError, match="judge.correctness.reference_column 'answer' is not "):
+        validate_composition(compose(CONF, on))
+    ok = validate_composition(compose(CONF, [*on, "report.scorecard.reference_column=answer"]))
+    assert ok["judge"].correctness.reference_column == "answer"
+    assert ok["judge"].correctness.model == "shipped"
+    assert ok["report"].scorecard.claim_level_min_tokens == 8
+
+
 def test_an_unknown_key_in_params_write_is_one_line_naming_the_fix():
     with pytest.raises(ConfigError) as info:
         compose_yaml(CONF, ["generate.nope=1"])

@@ -456,11 +456,17 @@ def test_axes_per_query_with_old_judgments_and_vectors():
     assert ("q3", "relevance/context_recall") not in long.index
     assert long[("q3", "axis/relevance")] == pytest.approx((0.25 * 1 + 0.15 / 3) / 0.4)
     # correctness: q1 SUPPORTED = SUPPORT -> 1; q2 no verdict -> 0; q3 refusal -> NEI -> 1;
-    # q4 label unknown, no surrogates -> not measured
+    # q4 label unknown, no LLM judge: the offline surrogates. Coverage: "Coffee causes
+    # insomnia" is one part (coffe, caus, insomnia), the answer holds 1/3 < 1/2 -> 0. Clarity of
+    # "Coffee keeps people awake": one 4-word sentence -> length 1, no repeated trigram -> 1,
+    # Flesch 206.835 - 1.015 * 4 - 84.6 * 7/4 = 54.725 -> 0.54725; mean 0.849083
     assert long[("q1", "axis/correctness")] == 1.0
     assert long[("q2", "axis/correctness")] == 0.0
     assert long[("q3", "axis/correctness")] == 1.0
-    assert ("q4", "axis/correctness") not in long.index
+    clarity = (1 + 1 + 0.54725) / 3
+    assert long[("q4", "correctness/coverage")] == 0.0
+    assert long[("q4", "correctness/clarity")] == pytest.approx(clarity)
+    assert long[("q4", "axis/correctness")] == pytest.approx(0.2 * clarity / 0.45)
     # faithfulness: the claim share of scored judgments; the refusal has none
     assert long[("q2", "axis/faithfulness")] == 0.0
     assert ("q3", "axis/faithfulness") not in long.index
@@ -470,7 +476,15 @@ def test_axes_per_query_with_old_judgments_and_vectors():
         "NOT_ENOUGH_INFO": 1,
         "no_verdict": 1,
     }
-    assert t.counts["correctness"]["sources"]["no_ground_truth_no_surrogate"] == 1
+    assert t.counts["correctness"]["sources"]["no_ground_truth_no_surrogate"] == 0
+    assert t.counts["correctness"]["coverage_method"] == {"question_parts": 4}
+    assert t.counts["correctness"]["clarity_method"] == {"readability": 1}
+    assert t.counts["correctness"]["reads"] == {
+        "claim_f1": 0,
+        "token_f1": 0,
+        "verdict": 3,
+        "surrogates": 1,
+    }
     assert "faithfulness is the claim share: the judgments carry no composite" in t.notes
     pq = t.per_query.set_index("qid")
     assert pq.loc["q2", "diagnosis"] == "all_low"  # faithfulness 0, relevance 0.59, wrong
@@ -486,9 +500,14 @@ def test_axes_with_new_judgment_columns_and_surrogates():
     long = t.long.set_index(["qid", "measure"])["value"]
     assert long[("q1", "axis/faithfulness")] == pytest.approx(0.9)  # the composite
     assert long[("q2", "relevance/llm")] == 0.5
-    # q4: no ground truth; surrogates self_consistency 0.5 (0.3) and clarity 0.6 (0.2)
-    assert long[("q4", "correctness/surrogate")] == pytest.approx((0.3 * 0.5 + 0.2 * 0.6) / 0.5)
-    assert long[("q4", "axis/correctness")] == pytest.approx(0.54)
+    # q4: no ground truth; surrogates self_consistency 0.5 (0.3), the LLM's clarity 0.6 (0.2)
+    # beside the offline one, and the offline coverage 0 (0.25: no LLM coverage)
+    assert long[("q4", "correctness/surrogate")] == pytest.approx((0.3 * 0.5 + 0.2 * 0.6) / 0.75)
+    assert long[("q4", "axis/correctness")] == pytest.approx(0.36)
+    assert long[("q4", "correctness/clarity_llm")] == 0.6
+    assert long[("q4", "correctness/clarity_offline")] == pytest.approx((2 + 0.54725) / 3)
+    assert t.per_query.set_index("qid").loc["q4", "coverage_method"] == "question_parts"
+    assert t.counts["correctness"]["clarity_method"] == {"llm": 1}
     assert t.counts["correctness"]["sources"]["surrogates"] == 1
     assert "faithfulness composite renormalised over claims, entity for 1 answers" in t.notes
     assert "relevance without semantic similarity: no embed-stage vectors given" in t.notes
@@ -559,8 +578,9 @@ def test_report_scorecard_section_and_slices(new_columns):
     faith = [0.9, 0.2, 0.8] if new_columns else [1.0, 0.0, 1.0]
     assert sc["axes"]["faithfulness"]["value"] == pytest.approx(sum(faith) / 3)
     assert sc["axes"]["faithfulness"]["n"] == 3
-    # q4 has no ground truth; with the new columns its clarity surrogate measures it
-    assert sc["axes"]["correctness"]["n"] == (4 if new_columns else 3)
+    # q4 has no ground truth: the surrogates measure it (offline coverage and clarity, the
+    # LLM's clarity with the new columns)
+    assert sc["axes"]["correctness"]["n"] == 4
     assert (sc["gate"], sc["failed"][0]) == ("fail_hard", "faithfulness")
     assert sc["floors"] == REFERENCE["floors"] and sc["weights"] == REFERENCE["weights"]
     assert set(sc) >= {"axes", "weighted", "gate", "failed", "diagnosis", "notes"}
@@ -569,10 +589,9 @@ def test_report_scorecard_section_and_slices(new_columns):
     assert sup["scorecard/correctness"] == 1.0
     assert sup["scorecard/correctness_n"] == 1
     unk = rep.metrics["slices"]["claim_label"]["unknown"]
-    if new_columns:
-        assert unk["scorecard/correctness"] == pytest.approx(0.6)  # clarity only
-    else:
-        assert "scorecard/correctness" not in unk and unk["scorecard/correctness_n"] == 0
+    # coverage 0 (0.25) and clarity (0.2): the LLM's 0.6, else the offline (2 + 0.54725) / 3
+    clarity = 0.6 if new_columns else (2 + 0.54725) / 3
+    assert unk["scorecard/correctness"] == pytest.approx(0.2 * clarity / 0.45)
     assert list(rep.scorecard["qid"]) == ["q1", "q2", "q3", "q4"]
     flat = flatten(rep.metrics)
     assert all(not math.isnan(v) for v in flat.values())

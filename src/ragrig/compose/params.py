@@ -220,6 +220,14 @@ def cross_section_problems(validated: dict[str, Any]) -> list[str]:
             "judge=verifier reads the model the train_verifier stage trains, which is off: "
             "add train_verifier.enabled=true (or set judge.model to a trained model folder)"
         )
+    judged_ref = getattr(getattr(judge, "correctness", None), "reference_column", None)
+    if judged_ref is not None and judged_ref != rep.scorecard.reference_column:
+        problems.append(
+            f"judge.correctness.reference_column {judged_ref!r} is not "
+            f"report.scorecard.reference_column {rep.scorecard.reference_column!r}: the report "
+            "would score long answers against one reference and short ones against another; "
+            "set both to the same column"
+        )
     rerank, train_rerank = validated["rerank"], validated.get("train_rerank")
     if (
         rerank.method == "trained"

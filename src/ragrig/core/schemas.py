@@ -157,6 +157,27 @@ SCHEMAS: dict[str, Schema] = {
         },
         ("qid",),
     ),
+    # claim-level correctness against a reference (ragrig.judge.correctness)
+    "correctness": Schema(
+        {
+            "qid": "str",
+            "reference_column": "str",
+            "status": "str",
+            "answer_claims": "int",
+            "reference_claims": "int",
+            "supported": "int",
+            "covered": "int",
+            "contradictions": "int",
+            "claim_precision": "float?",
+            "claim_recall": "float?",
+            "claim_f1": "float?",
+            "vital_nuggets": "int",
+            "vital_recall": "float?",
+            "failure_mode": "str",
+            "claims": "str",
+        },
+        ("qid",),
+    ),
     "per_query": Schema(
         {"qid": "str", "measure": "str", "value": "float"},
         ("qid", "measure"),

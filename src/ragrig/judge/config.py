@@ -147,6 +147,48 @@ class LLMJudgeLlamaCpp(_LLMJudgeBase):
 LLMJudgeConfig = Annotated[LLMJudgeOpenAIHttp | LLMJudgeLlamaCpp, Field(discriminator="backend")]
 
 
+class CorrectnessConfig(Section):
+    """Correctness against a reference answer, claim by claim (ragrig.judge.correctness): the
+    verifier reads each answer claim against the reference and each reference claim against
+    the answer; the report reads the table (data/judge/correctness.parquet) for long answers."""
+
+    reference_column: NonEmptyStr = Field(
+        description="queries-table column of reference answers: plain text, or a JSON list of "
+        '{"text": ..., "vital": true|false} nuggets; must be report.scorecard.reference_column'
+    )
+    model: str | None = Field(
+        "shipped",
+        description="the verifier (as judge=verifier's `model`; None: data/train_verifier)",
+    )
+    support_threshold: float = Field(
+        0.5, gt=0, le=1, description="a claim is supported when max P(support) >= this"
+    )
+    contradict_threshold: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="an unsupported answer claim with max P(contradict) >= this is an error",
+    )
+    window: int = Field(2, ge=1, le=5, description="windows of up to this many sentences")
+    windows_per_claim: int = Field(2, ge=1, le=20)
+    min_content_words: int = Field(
+        2, gt=0, description="fewer content words: not a claim of its own (a short answer)"
+    )
+    max_length: int = Field(192, ge=16, le=512, description="tokens of claim + evidence")
+    batch_size: int = Field(32, gt=0)
+    threads: int = Field(2, gt=0)
+    quantize: Literal["auto", "none", "bf16", "int8"] = "auto"
+
+
+def _correctness_field() -> Any:
+    """`correctness` of every judge section."""
+    return Field(
+        None,
+        description="claim-level correctness against a reference answer (null: off; the "
+        "report then scores every answer by token-F1)",
+    )
+
+
 class JudgeBase(Section):
     """What every claim checker shares: the composite's weights and the optional LLM judge."""
 
@@ -165,6 +207,7 @@ class JudgeBase(Section):
     )
     veto: list[HardCheck] = _veto_field()
     citation_checks: bool = _citation_checks_field()
+    correctness: CorrectnessConfig | None = _correctness_field()
 
 
 class AnswerModelConfig(Section):
@@ -298,6 +341,7 @@ class JudgeVerifier(Section):
     )
     veto: list[HardCheck] = _veto_field()
     citation_checks: bool = _citation_checks_field()
+    correctness: CorrectnessConfig | None = _correctness_field()
 
 
 class JudgeLLMClaims(JudgeBase):

@@ -50,6 +50,9 @@ class ReportInputs:
     # the team's answers (generate=answers_file / rag_http): the passages they used that the
     # run does not rank (data/generate/context_run.parquet); None: the pipeline's own generator
     context_run: pd.DataFrame | None = None
+    # the judge's claim-level correctness against a reference (data/judge/correctness.parquet,
+    # ragrig.judge.correctness); None: judge.correctness was off
+    claims: pd.DataFrame | None = None
 
     @property
     def contexts_run(self) -> pd.DataFrame:

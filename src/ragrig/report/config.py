@@ -239,7 +239,16 @@ class ScorecardConfig(Section):
         "false when the generator is not asked for a verdict",
     )
     reference_column: str | None = Field(
-        None, description="queries-table column holding reference answers (token-F1, EM)"
+        None,
+        description="queries-table column holding reference answers (token-F1, EM; plain "
+        'text or a JSON list of {"text": ..., "vital": true|false} nuggets)',
+    )
+    claim_level_min_tokens: int = Field(
+        8,
+        ge=1,
+        description="answers of at least this many words (after SQuAD normalisation) read the "
+        "judge's claim-level F1 against the reference (judge.correctness) as their "
+        "correctness; shorter ones, token-F1",
     )
 
     @model_validator(mode="after")

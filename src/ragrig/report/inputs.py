@@ -77,6 +77,11 @@ def read_inputs(
             if (generate_dir / "context_run.parquet").exists()
             else None
         ),
+        claims=(
+            read_table(judge_dir / "correctness.parquet", "correctness")
+            if (judge_dir / "correctness.parquet").exists()
+            else None
+        ),
     )
     if labels_file.exists():
         from ragrig.dataset.labels import read_labels, run_answers

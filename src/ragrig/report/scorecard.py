@@ -43,6 +43,19 @@ from ragrig.metrics.scorecard import (
     floor_readings,
 )
 
+# what a correctness axis value read, per answer
+AXIS_READS = ("claim_f1", "token_f1", "verdict", "surrogates")
+# the failure modes of claim-level correctness (ragrig.judge.correctness.FAILURE_MODES)
+CLAIM_FAILURE_MODES = (
+    "wrong_number",
+    "wrong_entity",
+    "negation",
+    "contradiction",
+    "missing_information",
+    "none",
+)
+# surrogates with an offline measure beside the LLM judge's rating
+OFFLINE_SURROGATES = ("coverage", "clarity")
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
 SURROGATE_COLUMNS = {
@@ -100,6 +113,35 @@ def _json_list(text: str, what: str, qid: str) -> list:
     return value
 
 
+def _claim_rows(claims: pd.DataFrame | None, cfg: Any) -> dict[str, dict[str, Any]]:
+    """The judge's claim-level readings by qid; refused when they were read against another
+    reference column than the report's."""
+    if claims is None or not len(claims):
+        return {}
+    used = sorted(set(claims["reference_column"].astype(str)))
+    if used != [cfg.reference_column]:
+        raise ConfigError(
+            f"the judge read claim-level correctness against {used}, the report's "
+            f"report.scorecard.reference_column is {cfg.reference_column!r}: set "
+            "judge.correctness.reference_column to the same column"
+        )
+    return {r["qid"]: r for r in claims.to_dict("records")}
+
+
+def _offline_coverage(
+    q: Any, answer: str, refusal: bool, claim: Mapping[str, Any] | None
+) -> tuple[float | None, str]:
+    """(coverage, method) without an LLM judge: the vital nuggets' recall when the reference
+    marks vital nuggets (`nuggets`), else the share of the question's parts the answer
+    addresses (`question_parts`; a refusal addresses none); None, "" when neither applies."""
+    if claim is not None and claim["vital_nuggets"] > 0:
+        return float(claim["vital_recall"]), "nuggets"
+    if refusal:
+        return 0.0, "question_parts"
+    v = corr.coverage_by_parts(str(q["text"]), answer)
+    return (v, "question_parts") if v is not None else (None, "")
+
+
 def scorecard_tables(
     queries: pd.DataFrame,
     qrels: pd.DataFrame,
@@ -108,9 +150,11 @@ def scorecard_tables(
     judgments: pd.DataFrame,
     cfg: Any,
     vectors: Vectors | None = None,
+    claims: pd.DataFrame | None = None,
 ) -> ScorecardTables:
     """Per-query axis values and their parts. `run` is the run the contexts were taken from
-    (after rerank): it maps each context chunk to its document."""
+    (after rerank): it maps each context chunk to its document. `claims` is the judge's
+    claim-level correctness table (ragrig.judge.correctness), when it wrote one."""
     from ragrig.core.text import tokenize
 
     if cfg.reference_column is not None and cfg.reference_column not in queries.columns:
@@ -147,6 +191,14 @@ def scorecard_tables(
     undecided = 0  # scored answers whose judgments carry no decision (written before it)
     agreement: Counter[str] = Counter()  # the techniques' reading per scored answer
     flagged: dict[str, list[str]] = {DISAGREE: [], ALL_LOW: []}
+    reference_problems: Counter[str] = Counter()
+    axis_reads: Counter[str] = Counter()  # what each answer's correctness axis read
+    claim_modes: Counter[str] = Counter()  # of the claim-level readings; "none": no failure
+    claim_unscored: Counter[str] = Counter()
+    coverage_methods: Counter[str] = Counter()
+    clarity_methods: Counter[str] = Counter()
+    long_token_f1 = 0  # long answers scored by token-F1: the judge had no claim-level reading
+    claim_rows = _claim_rows(claims, cfg)
 
     for g in generations.to_dict("records"):
         qid = g["qid"]
@@ -198,24 +250,54 @@ def scorecard_tables(
 
         # correctness
         correctness: float | None = None
-        verdict = expected = ""
+        verdict = expected = reads = coverage_method = ""
         if g["status"] in GENERATION_FAILED:
             sources["generation_error"] += 1
         else:
-            ref = q.get(cfg.reference_column) if cfg.reference_column else None
-            ref = ref if isinstance(ref, str) and ref.strip() else None
+            answer = str(g["answer"])
+            ref = problem = None
+            nuggets = None
+            if cfg.reference_column:
+                ref, nuggets = corr.parse_reference(q.get(cfg.reference_column))
+                problem = corr.reference_problem(answer, ref)
+                if problem is not None:
+                    reference_problems[problem] += 1
+            cl = claim_rows.get(qid) if problem is None else None
+            cl_scored = cl is not None and cl["status"] == "scored"
+            if cl_scored:
+                for name in ("claim_precision", "claim_recall", "claim_f1", "vital_recall"):
+                    if _value(cl, name) is not None:
+                        rows.append((qid, f"correctness/{name}", float(cl[name])))
+                rows.append((qid, "correctness/contradictions", float(cl["contradictions"])))
+                claim_modes[cl["failure_mode"] or "none"] += 1
+            elif cl is not None:
+                claim_unscored[cl["status"]] += 1
+            refusal = j is not None and j.get("answer_kind") == "refusal"
+            offline, coverage_method = _offline_coverage(
+                q, answer, refusal, cl if cl_scored else None
+            )
+            clarity_offline = corr.clarity(answer)
+            for name, v in (("coverage_offline", offline), ("clarity_offline", clarity_offline)):
+                if v is not None:
+                    rows.append((qid, f"correctness/{name}", v))
             label = corr.expected_verdict(q.get("claim_label")) if cfg.verdicts else None
-            if ref is not None:
-                correctness = corr.token_f1(g["answer"], ref)
-                rows.append((qid, "correctness/token_f1", correctness))
-                rows.append((qid, "correctness/exact_match", corr.exact_match(g["answer"], ref)))
+            if problem is None and ref is not None:
+                tf1 = corr.token_f1(answer, ref)
+                rows.append((qid, "correctness/token_f1", tf1))
+                rows.append((qid, "correctness/exact_match", corr.exact_match(answer, ref)))
+                long = corr.answer_tokens(answer) >= cfg.claim_level_min_tokens
+                if long and cl_scored:
+                    correctness, reads = float(cl["claim_f1"]), "claim_f1"
+                else:
+                    correctness, reads = tf1, "token_f1"
+                    long_token_f1 += long and claims is not None
                 sources["reference"] += 1
             elif label is not None:
                 refusal = j is not None and j.get("answer_kind") == "refusal"
-                verdict = corr.parse_verdict(g["answer"], refusal=refusal)
+                verdict = corr.parse_verdict(answer, refusal=refusal)
                 expected = label
                 verdicts[verdict] += 1
-                correctness = float(verdict == label)
+                correctness, reads = float(verdict == label), "verdict"
                 rows.append((qid, "correctness/verdict", correctness))
                 rows.append((qid, "correctness/no_verdict", float(verdict == corr.NO_VERDICT)))
                 sources["verdict"] += 1
@@ -223,7 +305,20 @@ def scorecard_tables(
                 sur = {}
                 for part, col in SURROGATE_COLUMNS.items():
                     v = _value(g, col) if col in g else _value(j, col)
+                    if v is not None and part in OFFLINE_SURROGATES:
+                        rows.append((qid, f"correctness/{part}_llm", v))
                     sur[part] = v
+                # without an LLM judge's rating, the offline measure stands in
+                if sur["coverage"] is None:
+                    sur["coverage"] = offline
+                else:
+                    coverage_method = "llm"
+                if sur["clarity"] is None:
+                    sur["clarity"] = clarity_offline
+                    clarity_methods["readability" if clarity_offline is not None else ""] += 1
+                else:
+                    clarity_methods["llm"] += 1
+                for part, v in sur.items():
                     if v is not None:
                         rows.append((qid, f"correctness/{part}", v))
                 correctness, sused = combine(sur, cfg.correctness_surrogate_weights)
@@ -231,8 +326,12 @@ def scorecard_tables(
                 if correctness is not None:
                     rows.append((qid, "correctness/surrogate", correctness))
                     sources["surrogates"] += 1
+                    reads = "surrogates"
                 else:
                     sources["no_ground_truth_no_surrogate"] += 1
+            if reads:
+                axis_reads[reads] += 1
+            coverage_methods[coverage_method] += 1
 
         scored = j is not None and j["status"] == "scored"
         faith = _value(j, "faithfulness") if scored else None
@@ -274,6 +373,8 @@ def scorecard_tables(
                 "diagnosis": card.diagnosis_code,
                 "verdict": verdict,
                 "expected_verdict": expected,
+                "correctness_reads": reads,
+                "coverage_method": coverage_method,
             }
         )
 
@@ -281,7 +382,17 @@ def scorecard_tables(
     long["value"] = long["value"].astype(float)
     pq = pd.DataFrame(
         per_query,
-        columns=["qid", *AXES, "weighted", "gate", "diagnosis", "verdict", "expected_verdict"],
+        columns=[
+            "qid",
+            *AXES,
+            "weighted",
+            "gate",
+            "diagnosis",
+            "verdict",
+            "expected_verdict",
+            "correctness_reads",
+            "coverage_method",
+        ],
     )
     n = len(generations)
     summary = {
@@ -303,6 +414,23 @@ def scorecard_tables(
                 )
             },
             "verdicts": {v: verdicts[v] for v in corr.VERDICTS},
+            "reads": {r: axis_reads[r] for r in AXIS_READS},
+            "claim_level_min_tokens": cfg.claim_level_min_tokens,
+            "long_answers_by_token_f1": long_token_f1,
+            "reference": {p: reference_problems[p] for p in corr.REFERENCE_PROBLEMS},
+            "coverage_method": {m: k for m, k in sorted(coverage_methods.items()) if m},
+            "clarity_method": {m: k for m, k in sorted(clarity_methods.items()) if m},
+            **(
+                {
+                    "claim_level": {
+                        "scored": sum(claim_modes.values()),
+                        "unscored": dict(sorted(claim_unscored.items())),
+                        "failure_modes": {m: claim_modes[m] for m in CLAIM_FAILURE_MODES},
+                    }
+                }
+                if claims is not None
+                else {}
+            ),
         },
         "diagnosis_counts": {code: int((pq["diagnosis"] == code).sum()) for code in DIAGNOSES},
         "faithfulness": {
@@ -382,6 +510,28 @@ def _notes(judgments, vectors, rel_used, sur_used, cfg, summary) -> list[str]:
             f"correctness not measured for {src['no_ground_truth_no_surrogate']} answers: "
             "no reference, no claim label, no surrogate"
         )
+    c = summary["correctness"]
+    problem_text = {
+        corr.REFERENCE_ABSENT: "have no reference answer",
+        corr.REFERENCE_EMPTY: "have an empty reference answer",
+        corr.REFERENCE_OTHER_LANGUAGE: "have a reference answer in another language than the "
+        "answer",
+    }
+    for problem, k in c["reference"].items():
+        if k:
+            notes.append(
+                f"{k} answers {problem_text[problem]}: not scored against it (counted as "
+                f"{problem}; a claim label or the surrogates score them when present)"
+            )
+    if c["long_answers_by_token_f1"]:
+        notes.append(
+            f"{c['long_answers_by_token_f1']} answers of >= {c['claim_level_min_tokens']} "
+            "tokens scored by token-F1: the judge has no claim-level reading of them"
+        )
+    unscored = (c.get("claim_level") or {}).get("unscored") or {}
+    for status, k in unscored.items():
+        if status not in corr.REFERENCE_PROBLEMS and status != "skipped":
+            notes.append(f"claim-level correctness: {k} answers {status}, token-F1 used")
     nv = summary["correctness"]["verdicts"][corr.NO_VERDICT]
     if nv:
         notes.append(f"{nv} answers give no recognisable verdict: scored incorrect")
@@ -569,6 +719,9 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
             f"{'decision' if faith['reads'] == 'decision' else 'mean score'}"
             + (f"; unfaithful: {modes}" if modes else "")
         )
+    corr_line = _correctness_line(section.get("correctness") or {})
+    if corr_line:
+        lines.append(corr_line)
     ppi = faith.get("ppi")
     if ppi:
         tested = section["axes"]["faithfulness"].get("gate_reads") or "judge's mean"
@@ -581,6 +734,38 @@ def format_scorecard(section: Mapping[str, Any]) -> list[str]:
     for note in section.get("notes", []):
         lines.append(f"  note: {note}")
     return lines
+
+
+def _correctness_line(c: Mapping[str, Any]) -> str:
+    """One console line: what the correctness axis read, with the claim-level figures."""
+    reads = c.get("reads") or {}
+    if not any(reads.values()):
+        return ""
+    parts = []
+    if "claim_f1" in c:
+        parts.append(
+            f"claim F1 {c['claim_f1']['mean']:.4f} (precision "
+            f"{_num((c.get('claim_precision') or {}).get('mean'))}, recall "
+            f"{_num((c.get('claim_recall') or {}).get('mean'))}, n {c['claim_f1']['n']})"
+        )
+        if "vital_recall" in c:
+            parts.append(f"vital-nugget recall {c['vital_recall']['mean']:.4f}")
+        total = (c.get("contradictions") or {}).get("mean", 0) * (
+            c.get("contradictions") or {}
+        ).get("n", 0)
+        parts.append(f"{round(total)} contradicted claims")
+    if "token_f1" in c:
+        parts.append(f"token-F1 {c['token_f1']['mean']:.4f} (n {c['token_f1']['n']})")
+    used = ", ".join(f"{r} {k}" for r, k in reads.items() if k)
+    modes = {
+        m: k for m, k in ((c.get("claim_level") or {}).get("failure_modes") or {}).items() if k
+    }
+    line = f"  correctness reads: {used}"
+    if parts:
+        line += "; " + "; ".join(parts)
+    if modes:
+        line += "; failure modes: " + ", ".join(f"{m} {k}" for m, k in modes.items())
+    return line
 
 
 def format_slice_scorecards(slices: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:

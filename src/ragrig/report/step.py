@@ -127,7 +127,14 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
     parts.extend(judge_measures(j))  # judge/claim_support, judge/llm_*
 
     sc = scorecard_tables(
-        inp.queries, inp.qrels, inp.contexts_run, inp.generations, j, cfg.scorecard, inp.vectors
+        inp.queries,
+        inp.qrels,
+        inp.contexts_run,
+        inp.generations,
+        j,
+        cfg.scorecard,
+        inp.vectors,
+        inp.claims,
     )
     parts.append(sc.long)
 
