@@ -75,7 +75,7 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
             )
     sc = metrics.get("self_consistency")
     if sc and sc.get("reads") == "meaning":
-        lines += _semantic_lines(sc)
+        lines += consistency_lines(sc)
     elif sc and sc.get("n"):
         lines.append(
             f"self-consistency: {_rate(sc['mean'])} over {sc['n']} answers "
@@ -96,7 +96,7 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _semantic_lines(sc: dict) -> list[str]:
+def consistency_lines(sc: dict) -> list[str]:
     """The self-consistency lines: by meaning, its bad inputs, the answers to review."""
     out = []
     if sc["n"]:
