@@ -54,6 +54,7 @@ BENCHMARKS = [
     "traces",
     "suite",
     "warm",
+    "external",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -82,6 +83,7 @@ QUICK_ARGS = {
     "traces": ["--interactions", "20000", "--rates", "0.05"],
     "suite": ["--targets", "test"],
     "warm": [],
+    "external": [],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -102,6 +104,8 @@ OWN_SMOKE_DATASET = {
 # scratch folder (the ANN plot and embedding cache must not touch the real ones).
 SMOKE_ARGS = {
     "bm25": ["--repeats", "1"],
+    # the fixture's corpus sentences, each edited and checked against all 20 documents
+    "external": ["--max-sentences", "12"],
     "ann": [
         "--repeats",
         "1",

@@ -12,9 +12,10 @@ def main() -> None:
     from ragrig.core.errors import ConfigError
     from ragrig.core.io import atomic_dir, read_table, write_json, write_table
     from ragrig.judge import decision_record, judge_all, make_judge
+    from ragrig.judge.step import consistency_record, external_record
     from ragrig.weights.precision import resolve_precision
 
-    parse_dir, generate_dir, verifier_dir = args.inputs
+    parse_dir, generate_dir, verifier_dir, chunk_dir, index_dir = args.inputs
     cfg = load_section("judge", args.params)
     if cfg.method == "verifier" and cfg.model is None:  # the train_verifier stage's output
         cfg = cfg.model_copy(update={"model": str(verifier_dir)})
@@ -31,15 +32,34 @@ def main() -> None:
         from ragrig.judge.llm import make_llm_judge
 
         llm = make_llm_judge(cfg.llm)
+    qtext = dict(zip(queries["qid"], queries["text"], strict=True))
+    extra, notes = {}, {}
+    if cfg.consistency is not None:  # the verifier loads only when some answer has samples
+        from ragrig.judge.step import consistency_fields
+
+        extra = consistency_fields(
+            gens, _verifier(cfg.consistency).readings, cfg.consistency.threshold
+        )
+    if cfg.external is not None:
+        from ragrig.judge.step import external_fields
+
+        check, notes["external"] = _external_check(cfg.external, chunk_dir, index_dir)
+        if check is not None:
+            for q, fields in external_fields(
+                gens, qtext, check, cfg.external.min_content_words
+            ).items():
+                extra.setdefault(q, {}).update(fields)
+        print(f"judge: external consistency: {notes['external']}")
     judgments = judge_all(
         make_judge(cfg),
         gens,
-        dict(zip(queries["qid"], queries["text"], strict=True)),
+        qtext,
         llm=llm,
         weights=cfg.weights.model_dump(),
         threshold=cfg.decision_threshold,
         veto=cfg.veto,
         citation_checks=cfg.citation_checks,
+        extra=extra,
     )
     probe_path = generate_dir / "position_probe.parquet"
     probe = None
@@ -108,9 +128,71 @@ def main() -> None:
                 "correctness": (
                     correctness_record(correctness) if correctness is not None else None
                 ),
+                "consistency": consistency_record(cfg.consistency, judgments),
+                "external": external_record(cfg.external, judgments, notes.get("external")),
             },
         )
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")
+
+
+class _LazyVerifier:
+    """The shared verifier of these settings, loaded on the first reading."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def readings(self, pairs):
+        from ragrig.judge.confirm import shared_verifier
+        from ragrig.weights.precision import resolve_precision
+
+        c = self.cfg
+        quantize = resolve_precision(c.quantize, fp32="none")
+        model = shared_verifier(c.model, c.max_length, c.batch_size, c.threads, quantize)
+        return model.readings(pairs)
+
+
+def _verifier(cfg):
+    return _LazyVerifier(cfg)
+
+
+def _external_check(cfg, chunk_dir, index_dir):
+    """The corpus check over the index stage's BM25 index, and one line on what it reads;
+    (None, why) when the corpus gives nothing to retrieve from."""
+    from ragrig.core.config import validate_section
+    from ragrig.core.io import loading, read_json, read_table, verify_tree
+    from ragrig.core.registry import resolve
+    from ragrig.index import SPARSE_INDEXES
+    from ragrig.judge.external import ExternalCheck, index_search
+    from ragrig.judge.overlap import OverlapJudge
+
+    chunks = read_table(chunk_dir / "chunks.parquet", "chunks")
+    if not len(chunks):
+        return None, "not measured: the corpus has no chunks to retrieve from"
+    manifest = read_json(index_dir / "manifest.json")
+    sparse_cfg = validate_section(
+        "index", {"dense": manifest["dense"], "sparse": manifest["sparse"]}
+    ).sparse
+    verify_tree(index_dir / "sparse")
+    with loading(index_dir / "sparse", f"{sparse_cfg.method} index"):
+        sparse = resolve(SPARSE_INDEXES, sparse_cfg.method, "sparse index").load(
+            index_dir / "sparse", sparse_cfg
+        )
+    k = min(cfg.k, len(chunks))
+    check = ExternalCheck(
+        index_search(sparse),
+        chunks["text"].tolist(),
+        chunks["doc_id"].tolist(),
+        _verifier(cfg).readings,
+        k,
+        cfg.window,
+        cfg.windows_per_claim,
+        cfg.support_threshold,
+        cfg.contradict_threshold,
+        cfg.checks,
+        OverlapJudge(min_content_words=cfg.min_content_words),
+    )
+    small = f" (the corpus has only {len(chunks)} chunks)" if k < cfg.k else ""
+    return check, f"each claim against the top {k} of {len(chunks)} chunks (BM25){small}"
 
 
 if __name__ == "__main__":

@@ -601,3 +601,13 @@ def test_warm_benchmark_runs_both_ways_and_compares_the_bytes(smoke):
     assert {"parse", "chunk", "embed"} <= stages == set(r["warm"]["stage_s"])
     assert r["warm"]["warm_stages"] == r["warm"]["n_stages"] == [len(stages)]
     assert r["server_startup_s"] > 0 and r["cold"]["wall_s"] > 0 and r["warm"]["wall_s"] > 0
+
+
+def test_external_benchmark_flags_edited_sentences(smoke):
+    r = _ok(smoke, "external")
+    # the fixture's documents hold 4 sentences of 6 words or more
+    assert (r["config"]["documents"], r["config"]["sentences"]) == (20, 4)
+    assert r["kinds"]["original"]["n"] == 4
+    assert r["kinds"]["original"]["source_retrieved"] == 1.0  # each sentence finds its document
+    assert r["kinds"]["negation"]["n"] > 0 and r["seconds"]["per_claim_ms"] > 0
+    assert r["target_met"] == (r["edited_flagged"] >= 0.9 and r["original_passed"] >= 0.9)

@@ -397,7 +397,7 @@ def test_report_has_cost_citations_refusals_and_consistency():
     assert ("q3", "citation/recall") not in pq.index
     assert pq[("q2", "refusal/refused")] == 1.0 and pq[("q2", "refusal/correct")] == 1.0
     assert pq[("q1", "refusal/correct")] == 1.0
-    assert pq[("q1", "correctness/self_consistency")] == pytest.approx(2 / 3)
+    assert pq[("q1", "correctness/self_consistency_lexical")] == pytest.approx(2 / 3)
     assert pq[("q1", "cost/system_usd")] == pytest.approx(0.0092)
     lines = "\n".join(summary_lines(json.loads(json.dumps(m))))
     assert "system p50 $" in lines and "judge p50 $" in lines and "p99" in lines

@@ -407,21 +407,8 @@ def test_llama_cpp_judge_call_past_its_timeout_is_stopped_and_counted(tmp_path):
 # --- the judge stage with an LLM judge ---------------------------------------------------
 
 
-def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_project(
-    server, tmp_path
-):
-    """stages/judge.py end to end against the local server: statuses in the manifest, the
-    cache in <project>/.cache/judge by default, and a rerun that sends no request."""
-    import subprocess
-    import sys
-
-    import yaml
-
-    from ragrig.core.io import read_json
-
-    from ..conftest import PROJECT
-
-    url, hits, _ = server
+def _stage_inputs(tmp_path) -> None:
+    """A parse and a generate folder of two answers for stages/judge.py."""
     (tmp_path / "parse").mkdir()
     (tmp_path / "gen").mkdir()
     pd.DataFrame(
@@ -444,13 +431,35 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
         latency_ms=0.0,
     )
     gens.to_parquet(tmp_path / "gen" / "generations.parquet")
+
+
+# the verifier, chunk and index folders: unread by overlap, and chunk and index by every judge
+# without judge.external
+STAGE_INPUTS = ["--inputs", "parse", "gen", "verifier", "chunk", "index"]
+
+
+def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_project(
+    server, tmp_path
+):
+    """stages/judge.py end to end against the local server: statuses in the manifest, the
+    cache in <project>/.cache/judge by default, and a rerun that sends no request."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from ragrig.core.io import read_json
+
+    from ..conftest import PROJECT
+
+    url, hits, _ = server
+    _stage_inputs(tmp_path)
     judge = {
         "method": "overlap",
         "llm": {"backend": "openai_http", "base_url": f"{url}/good/v1", "model": "judge-model"},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"judge": judge}))
-    cmd = [sys.executable, str(PROJECT / "stages" / "judge.py"), "--out", "out"]
-    cmd += ["--inputs", "parse", "gen", "verifier"]  # the verifier folder: unread by overlap
+    cmd = [sys.executable, str(PROJECT / "stages" / "judge.py"), "--out", "out", *STAGE_INPUTS]
     before = hits["good"]
     for run in range(2):
         proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -464,6 +473,35 @@ def test_judge_stage_with_an_llm_judge_writes_its_columns_and_caches_under_the_p
     out = pd.read_parquet(tmp_path / "out" / "judgments.parquet").set_index("qid")
     assert out.loc["a", "faithfulness"] == pytest.approx(1.0)  # claims, llm, entity all 1.0
     assert out["llm_cached"].all() and out["judge_prompt_tokens"].sum() == 0
+
+
+def test_the_judge_stage_runs_the_shipped_verifier_with_an_llm_judge_beside_it(server, tmp_path):
+    """judge=verifier takes the settings every claim checker shares (weights, llm, veto): the
+    stage reads them for every method."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from ragrig.core.io import read_json
+
+    from ..conftest import PROJECT
+
+    url, _, _ = server
+    _stage_inputs(tmp_path)
+    judge = {
+        "method": "verifier",
+        "llm": {"backend": "openai_http", "base_url": f"{url}/good/v1", "model": "judge-model"},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"judge": judge}))
+    cmd = [sys.executable, str(PROJECT / "stages" / "judge.py"), "--out", "out", *STAGE_INPUTS]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = read_json(tmp_path / "out" / "manifest.json")
+    assert (manifest["method"], manifest["llm_status"]) == ("verifier", {"ok": 2})
+    assert manifest["weights"] == {"claims": 0.4, "llm": 0.4, "entity": 0.2}
+    out = pd.read_parquet(tmp_path / "out" / "judgments.parquet").set_index("qid")
+    assert (out["status"] == "scored").all() and out["llm_faithfulness"].tolist() == [1.0, 1.0]
 
 
 def test_llama_cpp_prompt_beyond_the_context_is_an_error_naming_it(tmp_path):

@@ -43,6 +43,79 @@ def _citation_checks_field() -> Any:
     )
 
 
+Quantize = Literal["auto", "none", "bf16", "int8"]
+
+
+class ConsistencyConfig(Section):
+    """ragrig.judge.consistency: an answer and its self-consistency samples (generate.
+    consistency_samples) clustered by mutual entailment under the verifier; nothing is read,
+    and no model loaded, when the generations carry no samples."""
+
+    model: str = Field("shipped", description="the verifier (as judge=verifier's `model`)")
+    threshold: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="two texts share a cluster when each, as evidence, gives the other "
+        "P(support) >= this",
+    )
+    # 192: the confirmation's setting, so that both share one loaded model
+    max_length: int = Field(192, ge=16, le=512, description="tokens of the two texts together")
+    batch_size: int = Field(32, gt=0)
+    threads: int = Field(2, gt=0)
+    quantize: Quantize = "auto"
+
+
+class ExternalConfig(Section):
+    """ragrig.judge.external: each claim of an answer retrieved against the whole corpus (the
+    index stage's BM25 index over the chunk stage's chunks) and read by the verifier."""
+
+    model: str = Field("shipped", description="the verifier (as judge=verifier's `model`)")
+    k: int = Field(5, gt=0, le=100, description="chunks retrieved per claim")
+    window: int = Field(2, ge=1, le=5, description="evidence windows: up to this many sentences")
+    windows_per_claim: int = Field(3, ge=1, le=20)
+    support_threshold: float = Field(
+        0.5, gt=0, le=1, description="a claim is supported when max P(support) >= this"
+    )
+    contradict_threshold: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="a claim not supported is contradicted (flagged) when max P(contradict) "
+        ">= this",
+    )
+    checks: list[Literal["number", "entity", "negation"]] = Field(
+        default_factory=lambda: ["number", "entity"],
+        description="lexical checks against the retrieved chunks that flag a claim whatever "
+        "the verifier reads: a number or name absent from chunks holding the claim's other "
+        "words, a negation conflict",
+    )
+    min_content_words: int = Field(
+        2, gt=0, description="fewer content words: not a claim of its own"
+    )
+    max_length: int = Field(192, ge=16, le=512)
+    batch_size: int = Field(32, gt=0)
+    threads: int = Field(2, gt=0)
+    quantize: Quantize = "auto"
+
+
+def _consistency_field() -> Any:
+    """`consistency` of every judge section."""
+    return Field(
+        default_factory=ConsistencyConfig,
+        description="self-consistency read by meaning (the correctness surrogate); None: off",
+    )
+
+
+def _external_field() -> Any:
+    """`external` of every judge section."""
+    return Field(
+        None,
+        description="external consistency: claims checked against the whole corpus (the "
+        "correctness surrogate); None: off (it reads every claim of every answer)",
+    )
+
+
 class FaithfulnessWeights(Section):
     """Weights of the faithfulness composite (non-negative, claims > 0, so the sum is > 0);
     renormalised over the parts an answer has (ragrig.judge.composite)."""
@@ -208,6 +281,8 @@ class JudgeBase(Section):
     veto: list[HardCheck] = _veto_field()
     citation_checks: bool = _citation_checks_field()
     correctness: CorrectnessConfig | None = _correctness_field()
+    consistency: ConsistencyConfig | None = _consistency_field()
+    external: ExternalConfig | None = _external_field()
 
 
 class AnswerModelConfig(Section):
@@ -285,7 +360,10 @@ class JudgeOverlap(JudgeBase):
     )
 
 
-class JudgeVerifier(Section):
+class JudgeVerifier(JudgeBase):
+    """The trained verifier reads each claim against evidence windows; the composite's weights,
+    the optional LLM judge and the other shared settings as every claim checker has them."""
+
     method: Literal["verifier"] = "verifier"
     model: str | None = Field(
         "shipped",
@@ -339,9 +417,6 @@ class JudgeVerifier(Section):
         description="answer level: an answer whose claim P(support), aggregated, is >= this "
         "is judged faithful; chosen by `ragrig calibrate` on MTRAG's calibration half",
     )
-    veto: list[HardCheck] = _veto_field()
-    citation_checks: bool = _citation_checks_field()
-    correctness: CorrectnessConfig | None = _correctness_field()
 
 
 class JudgeLLMClaims(JudgeBase):

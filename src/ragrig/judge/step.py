@@ -61,6 +61,21 @@ class _Row:
     claims_needing_support: int = 0
     claims_cited_supported: int = 0
     citation_checks: str = "[]"
+    # self-consistency read by meaning (ragrig.judge.consistency; judge.consistency)
+    self_consistency: float | None = None
+    consistency_clusters: int = 0
+    consistency_entropy: float | None = None
+    consistency_samples: int = 0
+    consistency_failed: int = 0
+    consistency_identical: bool = False
+    consistency_ms: float = 0.0
+    # claims checked against the whole corpus (ragrig.judge.external; judge.external)
+    external_consistency: float | None = None
+    external_claims: int = 0
+    external_supported: int = 0
+    external_contradicted: int = 0
+    external_checks: str = "[]"
+    external_ms: float = 0.0
 
 
 COLUMNS = list(_Row.__dataclass_fields__)
@@ -217,6 +232,7 @@ def judge_all(
     threshold: float | None = None,
     veto: Collection[str] | None = None,
     citation_checks: bool = False,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """One judgment per generation, against the exact passages the generator saw.
 
@@ -227,7 +243,8 @@ def judge_all(
     (ragrig.judge.composite) with the weights used in `faithfulness_parts`, None unless the
     status is scored. Generation errors and blank answers are 'skipped' (no LLM call); a claim
     checker failure is 'error' (any exception, named in `error`) or 'invalid' (a verdict
-    breaking the partition rule); all are counted by the report.
+    breaking the partition rule); all are counted by the report. `extra`: more columns per
+    qid (`consistency_fields`, `external_fields`), set on that answer's row.
 
     The decision (`decide`, at `threshold`: judge.decision_threshold, else
     DEFAULT_DECISION_THRESHOLD): `judged_faithful` 1/0 per scored answer on its `answer_support`,
@@ -316,6 +333,10 @@ def judge_all(
                 **fields,
             )
         )
+    if extra:
+        for r in rows:
+            for k, v in extra.get(r.qid, {}).items():
+                setattr(r, k, v)
     df = pd.DataFrame([{c: getattr(r, c) for c in COLUMNS} for r in rows], columns=COLUMNS)
     for col in FLOAT_COLUMNS:
         df[col] = df[col].astype("float64")
@@ -331,7 +352,108 @@ def judge_all(
         "llm_repeats",
         "llm_repeats_ok",
         "llm_votes",
+        "consistency_clusters",
+        "consistency_samples",
+        "consistency_failed",
+        "external_claims",
+        "external_supported",
+        "external_contradicted",
     ):
         df[col] = df[col].astype("int64")
-    df["llm_cached"] = df["llm_cached"].astype(bool)
+    for col in ("llm_cached", "consistency_identical"):
+        df[col] = df[col].astype(bool)
     return df
+
+
+def consistency_fields(
+    generations: pd.DataFrame, readings: Any, threshold: float
+) -> dict[str, dict[str, Any]]:
+    """Per answered query with samples: its `self_consistency` columns
+    (ragrig.judge.consistency), the verifier's time shared out evenly over those answers."""
+    from ragrig.judge.consistency import consistency_all
+
+    items, qids = [], []
+    for g in generations.itertuples(index=False):
+        drawn = json.loads(g.samples) if isinstance(g.samples, str) else []
+        if g.status not in GENERATION_FAILED and drawn:
+            items.append((str(g.answer), drawn))
+            qids.append(g.qid)
+    t0 = time.perf_counter()
+    done = consistency_all(items, readings, threshold)
+    each_ms = (time.perf_counter() - t0) * 1e3 / len(items) if items else 0.0
+    return {
+        q: {
+            "self_consistency": c.agreement,
+            "consistency_clusters": c.clusters,
+            "consistency_entropy": c.entropy,
+            "consistency_samples": c.samples,
+            "consistency_failed": c.failed,
+            "consistency_identical": c.identical,
+            "consistency_ms": each_ms,
+        }
+        for q, c in zip(qids, done, strict=True)
+    }
+
+
+def external_fields(
+    generations: pd.DataFrame, queries: Mapping[str, str], check: Any, min_content_words: int
+) -> dict[str, dict[str, Any]]:
+    """Per answered query: its `external_consistency` columns (ragrig.judge.external), claims
+    split as the overlap judge splits them, the time shared out evenly over the answers."""
+    from ragrig.judge.overlap import OverlapJudge
+
+    splitter = OverlapJudge(min_content_words=min_content_words)
+    sets, qids = [], []
+    for g in generations.itertuples(index=False):
+        if g.status not in GENERATION_FAILED and str(g.answer).strip():
+            sets.append(splitter.claim_set(queries[g.qid], str(g.answer)))
+            qids.append(g.qid)
+    t0 = time.perf_counter()
+    done = check.check_all(sets)
+    each_ms = (time.perf_counter() - t0) * 1e3 / len(sets) if sets else 0.0
+    return {
+        q: {
+            "external_consistency": e.value,
+            "external_claims": len(e.claims),
+            "external_supported": e.supported,
+            "external_contradicted": e.contradicted,
+            "external_checks": json.dumps(e.record(), ensure_ascii=False),
+            "external_ms": each_ms,
+        }
+        for q, e in zip(qids, done, strict=True)
+    }
+
+
+def consistency_record(cfg: Any, judgments: pd.DataFrame) -> dict[str, Any] | None:
+    """The judge manifest's `consistency`: answers measured, those whose samples all failed,
+    those whose samples all repeat the answer, and the verifier's time per answer."""
+    if cfg is None:
+        return None
+    with_samples = judgments[
+        (judgments["consistency_samples"] + judgments["consistency_failed"]) > 0
+    ]
+    measured = with_samples["self_consistency"].notna()
+    return {
+        "threshold": cfg.threshold,
+        "answers_with_samples": len(with_samples),
+        "measured": int(measured.sum()),
+        "all_samples_failed": int((~measured).sum()),
+        "identical_samples": int(with_samples["consistency_identical"].sum()),
+        "ms_per_answer": float(with_samples["consistency_ms"].mean()) if len(with_samples) else 0.0,
+    }
+
+
+def external_record(cfg: Any, judgments: pd.DataFrame, note: str | None) -> dict[str, Any] | None:
+    """The judge manifest's `external`: what it read, claims checked, supported, contradicted,
+    and the time per answer."""
+    if cfg is None:
+        return None
+    read = judgments[judgments["external_claims"] > 0]
+    return {
+        "reads": note,
+        "answers": len(read),
+        "claims": int(read["external_claims"].sum()),
+        "supported": int(read["external_supported"].sum()),
+        "contradicted": int(read["external_contradicted"].sum()),
+        "ms_per_answer": float(read["external_ms"].mean()) if len(read) else 0.0,
+    }

@@ -74,9 +74,54 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
                 )
             )
     sc = metrics.get("self_consistency")
-    if sc and sc.get("n"):
+    if sc and sc.get("reads") == "meaning":
+        lines += consistency_lines(sc)
+    elif sc and sc.get("n"):
         lines.append(
             f"self-consistency: {_rate(sc['mean'])} over {sc['n']} answers "
             f"({sc['samples_per_answer']} samples each, {sc['failed_samples']} failed)"
         )
+    ext = metrics.get("external_consistency")
+    if ext:
+        lines.append(
+            f"external consistency: {_rate(ext['mean'])} over {ext['n']} answers; of "
+            f"{ext['claims']} claims checked against the corpus {ext['supported']} supported, "
+            f"{ext['contradicted']} contradicted ({ext['ms_per_answer']:.0f} ms per answer)"
+        )
+        for f in ext["flagged"]:
+            lines.append(
+                f"  contradicted by the corpus ({f['kind']}; {', '.join(f['doc_ids'][:3])}): "
+                f"{f['qid']}: {f['claim'][:100]}"
+            )
     return lines
+
+
+def consistency_lines(sc: dict) -> list[str]:
+    """The self-consistency lines: by meaning, its bad inputs, the answers to review."""
+    out = []
+    if sc["n"]:
+        out.append(
+            f"self-consistency (by meaning): agreement {_rate(sc['mean'])} over {sc['n']} "
+            f"answers ({sc['samples_per_answer']} samples each), {sc['mean_clusters']:.2f} "
+            f"clusters, semantic entropy {sc['mean_entropy']:.3f} nats, "
+            f"{sc['verifier_ms_per_answer']:.0f} ms per answer"
+        )
+    if sc["all_samples_failed"]:
+        out.append(
+            f"self-consistency not measured for {sc['all_samples_failed']} answers: every "
+            "sample failed"
+        )
+    if sc["identical_samples"]:
+        out.append(
+            f"self-consistency: {sc['identical_samples']} answers have samples identical to "
+            "the answer (does the generator ignore temperature and seed?)"
+        )
+    if sc["low_agreement"]:
+        listed = ", ".join(
+            f"{r['qid']} ({r['agreement']:.2f}, {r['clusters']} clusters)" for r in sc["review"]
+        )
+        out.append(
+            f"self-consistency: {sc['low_agreement']} answers agree with under half their "
+            f"samples; review: {listed}"
+        )
+    return out

@@ -1,9 +1,12 @@
 """The report's answer measures beside faithfulness: cost per query (system and judge apart),
-citation precision/recall, refusal correctness and self-consistency.
+citation precision/recall, refusal correctness, self-consistency and external consistency.
 
 `answer_measures` returns the per-query long rows (`cost/`, `citation/`, `refusal/`,
-`correctness/self_consistency`) and the metrics.json entries (`cost_usd_per_query`,
-`citations`, `refusal`, `self_consistency`).
+`correctness/self_consistency_lexical`) and the metrics.json entries (`cost_usd_per_query`,
+`citations`, `refusal`, `self_consistency`, `external_consistency`). Self-consistency as the
+correctness axis reads it is the judge's, by meaning (judgments `self_consistency`,
+ragrig.judge.consistency); the lexical agreement of the samples (verdicts, else token-F1) is kept
+beside it, for answers judged without it and as a check on it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from ragrig.metrics.citations import (
 from ragrig.report.cost import cost_long, cost_summary, per_query_costs
 
 COLUMNS = ["qid", "measure", "value"]
+# Answers whose samples mostly disagree with them, listed for review (lowest agreement first)
+LOW_AGREEMENT = 0.5
+REVIEW_LIMIT = 20
 
 
 def refusal_measures(
@@ -145,13 +151,74 @@ def consistency_measures(generations: pd.DataFrame) -> tuple[pd.DataFrame, dict[
         value = self_consistency(ans, drawn)
         n_samples.append(sum(s is not None for s in drawn))
         if value is not None:
-            rows.append((qid, "correctness/self_consistency", value))
+            rows.append((qid, "correctness/self_consistency_lexical", value))
     values = [v for _, _, v in rows]
     return pd.DataFrame(rows, columns=COLUMNS), {
         "n": len(values),
         "mean": sum(values) / len(values) if values else None,
         "samples_per_answer": max(n_samples) if n_samples else 0,
         "failed_samples": sum(s is None for x in generations["samples"] for s in json.loads(x)),
+    }
+
+
+def semantic_consistency_summary(judgments: pd.DataFrame) -> dict[str, Any] | None:
+    """metrics.json `self_consistency` by meaning, from the judgments' columns (None when the
+    judge wrote none): answers measured, mean agreement, clusters and entropy, answers whose
+    samples all failed or all repeat the answer, the verifier's time per answer, and the answers
+    with agreement below LOW_AGREEMENT (at most REVIEW_LIMIT, lowest first)."""
+    if "self_consistency" not in judgments.columns:
+        return None
+    drawn = judgments[(judgments["consistency_samples"] + judgments["consistency_failed"]) > 0]
+    done = drawn[drawn["self_consistency"].notna()]
+    low = done[done["self_consistency"] < LOW_AGREEMENT].sort_values(["self_consistency", "qid"])
+
+    def mean(col: str) -> float | None:
+        return float(done[col].mean()) if len(done) else None
+
+    return {
+        "reads": "meaning",
+        "n": len(done),
+        "mean": mean("self_consistency"),
+        "mean_clusters": mean("consistency_clusters"),
+        "mean_entropy": mean("consistency_entropy"),
+        "samples_per_answer": int(drawn["consistency_samples"].max()) if len(drawn) else 0,
+        "all_samples_failed": len(drawn) - len(done),
+        "identical_samples": int(done["consistency_identical"].sum()),
+        "verifier_ms_per_answer": mean("consistency_ms"),
+        "low_agreement": len(low),
+        "review": [
+            {"qid": q, "agreement": round(float(a), 4), "clusters": int(c)}
+            for q, a, c in zip(
+                low["qid"][:REVIEW_LIMIT],
+                low["self_consistency"][:REVIEW_LIMIT],
+                low["consistency_clusters"][:REVIEW_LIMIT],
+                strict=True,
+            )
+        ],
+    }
+
+
+def external_summary(judgments: pd.DataFrame) -> dict[str, Any] | None:
+    """metrics.json `external_consistency`: answers and claims checked against the corpus, the
+    mean supported share, and the flagged claims (at most REVIEW_LIMIT, with their kind and
+    documents). None when the judge did not check."""
+    if "external_claims" not in judgments.columns or not (judgments["external_claims"] > 0).any():
+        return None
+    read = judgments[judgments["external_claims"] > 0]
+    flagged = [
+        {"qid": q, "claim": c["claim"], "kind": c["kind"], "doc_ids": c["doc_ids"]}
+        for q, checks in zip(read["qid"], read["external_checks"], strict=True)
+        for c in json.loads(checks)
+        if c["contradicted"]
+    ]
+    return {
+        "n": len(read),
+        "mean": float(read["external_consistency"].mean()),
+        "claims": int(read["external_claims"].sum()),
+        "supported": int(read["external_supported"].sum()),
+        "contradicted": int(read["external_contradicted"].sum()),
+        "ms_per_answer": float(read["external_ms"].mean()),
+        "flagged": flagged[:REVIEW_LIMIT],
     }
 
 
@@ -178,4 +245,10 @@ def answer_measures(inp: Any, cfg: Any) -> tuple[list[pd.DataFrame], dict[str, A
         "refusal": refusal,
         "self_consistency": sc,
     }
+    semantic = semantic_consistency_summary(inp.judgments)
+    if semantic is not None:  # the axis's: by meaning; the lexical one beside it
+        metrics["self_consistency"] = {**semantic, "lexical": sc}
+    external = external_summary(inp.judgments)
+    if external is not None:
+        metrics["external_consistency"] = external
     return [p for p in parts if len(p)], metrics

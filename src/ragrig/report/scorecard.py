@@ -58,11 +58,14 @@ CLAIM_FAILURE_MODES = (
 OFFLINE_SURROGATES = ("coverage", "clarity")
 # optional columns and the part they feed
 LLM_RELEVANCE = "llm_relevance"
+# each surrogate's columns, the first present read: self-consistency by meaning (the judge's,
+# ragrig.judge.consistency); external consistency against the corpus (ragrig.judge.external),
+# else the LLM judge's reading of general knowledge
 SURROGATE_COLUMNS = {
-    "self_consistency": "self_consistency",
-    "coverage": "llm_coverage",
-    "clarity": "llm_clarity",
-    "external_consistency": "llm_external_consistency",
+    "self_consistency": ("self_consistency",),
+    "coverage": ("llm_coverage",),
+    "clarity": ("llm_clarity",),
+    "external_consistency": ("external_consistency", "llm_external_consistency"),
 }
 
 
@@ -303,8 +306,9 @@ def scorecard_tables(
                 sources["verdict"] += 1
             else:
                 sur = {}
-                for part, col in SURROGATE_COLUMNS.items():
-                    v = _value(g, col) if col in g else _value(j, col)
+                for part, cols in SURROGATE_COLUMNS.items():
+                    found = (_value(g, c) if c in g else _value(j, c) for c in cols)
+                    v = next((x for x in found if x is not None), None)
                     if v is not None and part in OFFLINE_SURROGATES:
                         rows.append((qid, f"correctness/{part}_llm", v))
                     sur[part] = v
