@@ -143,3 +143,21 @@ def test_in_batch_negatives_leave_out_the_passages_judged_relevant():
     row0 = -math.log(math.exp(2) / (math.exp(2) + math.exp(-2) + 1))
     row2 = -math.log(math.exp(s) / (2 * math.exp(s) + 2 * math.exp(-s)))
     assert loss.item() == pytest.approx((2 * row0 + row2) / 3, rel=1e-6)
+
+
+def test_a_stage_config_maps_to_the_loop_settings_and_a_probe_of_at_most_a_twentieth():
+    cfg = validate_section("train_verifier", {"enabled": True})  # batch 16, 1 epoch
+    s = fit.settings(cfg, 3000)
+    assert (s.epochs, s.batch_size, s.learning_rate, s.warmup_ratio, s.seed) == (
+        1.0,
+        16,
+        5e-5,
+        0.1,
+        13,
+    )
+    assert (s.weight_decay, s.precision, s.device, s.stop_after) == (0.0, "fp32", "cpu", None)
+    # 188 steps: 6 probe batches; SciFact's 917 bi-encoder examples in 32s (29 steps): 1; 9: none
+    assert s.probe_batches == 6
+    embed = validate_section("train_embed", {"enabled": True})
+    assert fit.settings(embed, 917, bucket_batches=1).probe_batches == 1
+    assert fit.settings(embed, 288).probe_batches == 0

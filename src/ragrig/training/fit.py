@@ -16,7 +16,8 @@ from ragrig.training import loop
 # Trainer default, 0); the loop's own default (0.01) is the shipped verifier's
 WEIGHT_DECAY = 0.0
 # the expected-time probe runs its batches twice before training: at most this many, and no
-# more than a twentieth of the run's steps, so it adds at most ~10% to a short run
+# more than a twentieth of the run's steps, so it adds at most ~10% to a run (a run of fewer
+# than 20 steps has none: its bar's ETA comes after the first step)
 PROBE_BATCHES = 6
 
 
@@ -54,7 +55,7 @@ def settings(
         bucket_batches=bucket_batches,
         stop_after=stop_after,
     )
-    s.probe_batches = max(1, min(PROBE_BATCHES, loop.total_steps(n, s)[1] // 20))
+    s.probe_batches = min(PROBE_BATCHES, loop.total_steps(n, s)[1] // 20)
     return s
 
 
