@@ -1,8 +1,9 @@
 """Fine-tune the reranker: a 1-logit cross-encoder from the packaged MiniLM weights.
 
-Binary cross-entropy on (query, passage, 0/1) pairs from `ragrig.train_rerank.data`.
-Deterministic given the config's seed on one machine (same pairs, same order, seeded head
-initialisation and shuffling; the manifest records the weights' sha256 to check it)."""
+Binary cross-entropy on (query, passage, 0/1) pairs from `ragrig.train_rerank.data`, run by
+`ragrig.training.loop` (checkpoints, resume after a kill, expected time, progress).
+Deterministic given the config's seed on one machine (same pairs, same batches, seeded head
+initialisation and dropout; the manifest records the weights' sha256 to check it)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ragrig.training.split import corpus_texts, run_training_stage
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
 PAIRS_FILE = "pairs.jsonl"
-PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate", "bm25s")
+PACKAGES = ("torch", "transformers", "sentence-transformers", "bm25s")
 
 
 def load_training_pairs(
@@ -51,15 +52,23 @@ def load_training_pairs(
     return pairs, train
 
 
-def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dict[str, Any]:
-    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures."""
+def train(
+    pairs: list[D.Pair],
+    cfg: Any,
+    out_dir: Path,
+    threads: int = 2,
+    work: Path | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures.
+
+    `ragrig.training.loop` runs it (batches of pairs of similar length), its checkpoint beside
+    `work` (the stage's output folder; default `out_dir`), resumed after a kill."""
     import torch
-    from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers import set_seed
 
-    from ragrig.training.fit import fit_cross_encoder, quiet_training_logs
+    from ragrig.training.fit import fingerprint, fit, pair_batches, quiet_training_logs, settings
     from ragrig.weights.models import model_fingerprint, resolve_model
 
     if not pairs:
@@ -73,24 +82,36 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
     model = CrossEncoder(
         resolve_model(cfg.base_model), num_labels=1, max_length=cfg.max_length, device="cpu"
     )
-    ds = Dataset.from_dict(
-        {
-            "query": [p.query for p in pairs],
-            "passage": [p.passage for p in pairs],
-            "label": [float(p.label) for p in pairs],
-        }
+    lengths, inputs = pair_batches(
+        model, [p.query for p in pairs], [p.passage for p in pairs], cfg.max_length
     )
-    result, seconds = fit_cross_encoder(
-        model, ds, BinaryCrossEntropyLoss(model), cfg, out_dir, MODEL_DIR, "train_rerank"
+    targets = torch.tensor([float(p.label) for p in pairs])
+
+    def make_batch(idx: list[int]) -> tuple[Any, Any]:
+        return inputs(idx), targets[idx]
+
+    def loss_fn(m: Any, batch: tuple[Any, Any]) -> Any:
+        features, y = batch
+        logits = m(features)["scores"].view(-1).float()
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
+
+    s = settings(cfg, len(pairs), stop_after=stop_after)
+    fp = fingerprint("train_rerank", cfg, D.as_records(pairs), s)
+    figures = fit(
+        model, lengths, make_batch, loss_fn, s, work or out_dir, fp, "train_rerank training"
     )
+    model.save_pretrained(str(Path(out_dir) / MODEL_DIR), create_model_card=False)
+    seconds = figures["seconds"]
     n_seen = len(pairs) * cfg.epochs
     return {
         "pairs": len(pairs),
         "labels": {"positive": labels[1], "negative": labels[0]},
         "queries_in_pairs": len({p.qid for p in pairs}),
+        "steps": figures["steps"],
+        "resumed_at": figures["resumed_at"],
         "train_seconds": round(seconds, 1),
         "pairs_per_s": round(n_seen / seconds, 2) if seconds else None,
-        "train_loss": round(float(result.training_loss), 4),
+        "train_loss": figures["loss_mean"],
         "base_model": model_fingerprint(cfg.base_model),
         "weights_sha256": weights_sha256(Path(out_dir) / MODEL_DIR),
         "versions": {p: importlib.metadata.version(p) for p in PACKAGES},
@@ -98,16 +119,26 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
     }
 
 
-def run_stage(cfg: Any, dataset: Any, parse: Any, out: Path, threads: int = 2) -> dict[str, Any]:
+def run_stage(
+    cfg: Any,
+    dataset: Any,
+    parse: Any,
+    out: Path,
+    threads: int = 2,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
     """The stage body (`ragrig.training.split.run_training_stage`): pairs from the dataset's
-    train split, a trained model, a manifest; disabled, a manifest saying why."""
+    train split, a trained model, a manifest; disabled, a manifest saying why. A killed run's
+    checkpoint (beside `out`) is resumed by the next call with the same settings and data."""
     return run_training_stage(
         "train_rerank",
         "rerank=trained",
         cfg,
         dataset,
         lambda stats: load_training_pairs(cfg, dataset, parse, stats)[0],
-        lambda pairs, folder: train(pairs, cfg, folder, threads=threads),
+        lambda pairs, folder: train(
+            pairs, cfg, folder, threads=threads, work=out, stop_after=stop_after
+        ),
         (PAIRS_FILE, D.as_records),
         out,
     )

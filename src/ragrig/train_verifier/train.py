@@ -1,7 +1,9 @@
 """Fine-tune the verifier: a 3-label cross-encoder from the packaged MiniLM weights.
 
-Deterministic given the config's seed on one machine (same pairs, same order, seeded head
-initialisation and shuffling; the manifest records the weights' sha256 to check it)."""
+Cross-entropy over the three labels, run by `ragrig.training.loop` (checkpoints, resume after a
+kill, expected time, progress). Deterministic given the config's seed on one machine (same
+pairs, same batches, seeded head initialisation and dropout; the manifest records the weights'
+sha256 to check it)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ragrig.training.fit import weights_sha256
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"
 PAIRS_FILE = "pairs.jsonl"
-PACKAGES = ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")
+PACKAGES = ("torch", "transformers", "sentence-transformers")
 
 
 def held_out_files(claims_path: Path) -> list[Path]:
@@ -47,15 +49,23 @@ def load_training_pairs(
     return D.cap_pairs(pairs, cfg.max_pairs, cfg.seed, balance=cfg.balance_labels)
 
 
-def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dict[str, Any]:
-    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures."""
+def train(
+    pairs: list[D.Pair],
+    cfg: Any,
+    out_dir: Path,
+    threads: int = 2,
+    work: Path | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Train on `pairs`, save the model to `out_dir/model`; return the manifest's figures.
+
+    `ragrig.training.loop` runs it (batches of pairs of similar length), its checkpoint beside
+    `work` (the stage's output folder; default `out_dir`), resumed after a kill."""
     import torch
-    from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder
-    from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
     from transformers import set_seed
 
-    from ragrig.training.fit import fit_cross_encoder, quiet_training_logs
+    from ragrig.training.fit import fingerprint, fit, pair_batches, quiet_training_logs, settings
     from ragrig.weights.models import model_fingerprint, resolve_model
 
     if not pairs:
@@ -77,25 +87,36 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
             "label2id": label_id,
         },
     )
-    ds = Dataset.from_dict(
-        {
-            "claim": [p.claim for p in pairs],
-            "evidence": [p.evidence for p in pairs],
-            "label": [label_id[p.label] for p in pairs],
-        }
+    lengths, inputs = pair_batches(
+        model, [p.claim for p in pairs], [p.evidence for p in pairs], cfg.max_length
     )
-    result, seconds = fit_cross_encoder(
-        model, ds, CrossEntropyLoss(model), cfg, out_dir, MODEL_DIR, "train_verifier"
+    targets = torch.tensor([label_id[p.label] for p in pairs])
+
+    def make_batch(idx: list[int]) -> tuple[Any, Any]:
+        return inputs(idx), targets[idx]
+
+    def loss_fn(m: Any, batch: tuple[Any, Any]) -> Any:
+        features, y = batch
+        return torch.nn.functional.cross_entropy(m(features)["scores"].float(), y)
+
+    s = settings(cfg, len(pairs), stop_after=stop_after)
+    fp = fingerprint("train_verifier", cfg, D.as_records(pairs), s)
+    figures = fit(
+        model, lengths, make_batch, loss_fn, s, work or out_dir, fp, "train_verifier training"
     )
+    model.save_pretrained(str(Path(out_dir) / MODEL_DIR), create_model_card=False)
+    seconds = figures["seconds"]
     n_seen = len(pairs) * cfg.epochs
     return {
         "pairs": len(pairs),
         "labels": D.label_counts(pairs),
         "kinds": D.kind_counts(pairs),
         "claims": len({p.claim_id for p in pairs}),
+        "steps": figures["steps"],
+        "resumed_at": figures["resumed_at"],
         "train_seconds": round(seconds, 1),
         "pairs_per_s": round(n_seen / seconds, 1) if seconds else None,
-        "train_loss": round(float(result.training_loss), 4),
+        "train_loss": figures["loss_mean"],
         "labels_order": list(LABELS),
         "base_model": model_fingerprint(cfg.base_model),
         "weights_sha256": weights_sha256(Path(out_dir) / MODEL_DIR),
@@ -104,8 +125,12 @@ def train(pairs: list[D.Pair], cfg: Any, out_dir: Path, threads: int = 2) -> dic
     }
 
 
-def run_stage(cfg: Any, dataset: Any, out: Path, threads: int = 2) -> dict[str, Any]:
+def run_stage(
+    cfg: Any, dataset: Any, out: Path, threads: int = 2, stop_after: int | None = None
+) -> dict[str, Any]:
     """The stage body: pairs from the dataset's training files, a trained model, a manifest.
+    A killed run's checkpoint (beside `out`) is resumed by the next call with the same settings
+    and data, and removed once the output is in place.
 
     A dataset that names no training data (`dataset.claims.train` / `.sentences` unset) gives an
     output holding only a manifest with ``trained: false`` and the reason; the verifier judge
@@ -113,6 +138,7 @@ def run_stage(cfg: Any, dataset: Any, out: Path, threads: int = 2) -> dict[str, 
     import json
 
     from ragrig.core.io import atomic_dir, write_json
+    from ragrig.training.fit import discard_checkpoints
 
     claims = dataset.claims
     with atomic_dir(Path(out)) as tmp:
@@ -135,7 +161,8 @@ def run_stage(cfg: Any, dataset: Any, out: Path, threads: int = 2) -> dict[str, 
         root = Path(dataset.root)
         stats: dict[str, Any] = {}
         pairs = load_training_pairs(root / claims.train, root / claims.sentences, cfg, stats)
-        manifest = {"trained": True, **stats, **train(pairs, cfg, tmp, threads=threads)}
+        figures = train(pairs, cfg, tmp, threads=threads, work=Path(out), stop_after=stop_after)
+        manifest = {"trained": True, **stats, **figures}
         manifest["config"] = cfg.model_dump()
         manifest["claims_file"] = claims.train
         manifest["sentences_file"] = claims.sentences
@@ -143,4 +170,5 @@ def run_stage(cfg: Any, dataset: Any, out: Path, threads: int = 2) -> dict[str, 
             for rec in D.as_records(pairs):
                 fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
         write_json(tmp / MANIFEST, manifest)
+    discard_checkpoints(Path(out))
     return manifest

@@ -1,1 +1,1 @@
-"""What the training stages share: the split guard and deterministic fine-tuning."""
+"""What the training stages share: the split guard, the training loop and its stage runs."""

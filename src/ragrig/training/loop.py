@@ -51,6 +51,8 @@ class LoopSettings:
     # length, so a batch holds examples of similar length (little padding)
     bucket_batches: int = 50
     device: str = "cpu"
+    # batches of the first epoch the expected-time probe runs (twice) before training; 0: none
+    probe_batches: int = 6
     # stop after this many steps in this process (a test's stand-in for a kill); None: run out
     stop_after: int | None = None
 
@@ -241,8 +243,8 @@ def run(
         # the expected time, from a few batches of the first epoch (the weights do not move)
         probe = epoch_batches(
             lengths, settings.batch_size, settings.seed, 0, settings.bucket_batches
-        )[:6]
-        rate = probe_rate(model, make_batch, loss_fn, probe, settings)
+        )[: settings.probe_batches]
+        rate = probe_rate(model, make_batch, loss_fn, probe, settings) if probe else float("nan")
         torch.manual_seed(settings.seed)
         examples = steps * settings.batch_size
         if math.isfinite(rate):
@@ -335,4 +337,5 @@ def run(
         "resumed_at": start or None,
         "loss_first": round(sum(history[:20]) / max(1, len(history[:20])), 4),
         "loss_last": round(sum(window) / len(window), 4),
+        "loss_mean": round(sum(history) / len(history), 4),
     }

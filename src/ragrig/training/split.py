@@ -160,10 +160,12 @@ def run_training_stage(
     the option reading the model (`needed_by`, e.g. ``embed=trained``) repeats when it refuses
     the folder. Enabled: `load(stats)` gives the training items (filling `stats`), `train(items,
     folder)` writes the model and gives its figures, and the items are written one JSON record
-    per line to `records[0]`; all in one atomic output folder with `manifest.json`."""
+    per line to `records[0]`; all in one atomic output folder with `manifest.json`. A killed
+    training's checkpoint beside `out` is removed once the output is in place."""
     import json
 
     from ragrig.core.io import atomic_dir, write_json
+    from ragrig.training.fit import discard_checkpoints
 
     with atomic_dir(Path(out)) as tmp:
         if not cfg.enabled:
@@ -184,4 +186,6 @@ def run_training_stage(
             for rec in as_records(items):
                 fh.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
         write_json(tmp / "manifest.json", manifest)
+    # the output is in place: the run's checkpoint (`ragrig.training.fit`) is no longer needed
+    discard_checkpoints(Path(out))
     return manifest
