@@ -46,15 +46,18 @@ def measure(
     from ragrig.runtime import stage
     from ragrig.tools.tune_first_stage import Lanes, _composed, build_corpus, load_split, runs_of
 
+    from ragrig.retrieve.tuning import documents_fingerprint
+
     conf = C.PROJECT_ROOT / "conf"  # the committed RRF k and alpha (params may be elsewhere)
     sparse = load_section("index", params).sparse
+    documents, split = load_split(params, load_section("dataset", params).split, root)
+    corpus = documents_fingerprint(documents)  # a tuned value applies to its own corpus only
     setting = {
         "k1": sparse.k1,
         "b": sparse.b,
-        "rrf_k": _composed(str(conf), "hybrid_rrf", "rrf_k"),
-        "alpha": _composed(str(conf), "hybrid_convex", "alpha"),
+        "rrf_k": _composed(str(conf), "hybrid_rrf", "rrf_k", corpus),
+        "alpha": _composed(str(conf), "hybrid_convex", "alpha", corpus),
     }
-    documents, split = load_split(params, load_section("dataset", params).split, root)
     runs, figures, embed_s = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, model in (("packaged", base), ("trained", trained)):

@@ -196,12 +196,16 @@ def test_exp_show_selection_keeps_headline_and_swept_params_only():
         "retrieve.ef_search",  # swept
         "index.dense.m",  # swept
         "params.yaml:judge.weights.claims",  # a param sharing its name with a metric
+        "judge.techniques_disagree",  # metrics.json's judge means, named like params
+        "judge.llm_spread",
         "chunk.method",  # not swept
         "data/chunk/chunks.parquet",  # a dependency hash
     ]
     changed = {
         "retrieval.ndcg@10",
         "judge.cpu_s",
+        "judge.techniques_disagree",
+        "judge.llm_spread",
         "rerank.delta_ndcg@10",
         "reports/metrics.json:judge.weights.claims",
         "retrieve.ef_search",

@@ -101,8 +101,9 @@ def prepare(project: Path, overrides: list[str] | None = None) -> str | None:
     parallel points never race on a new store's schema). Returns the tracking URI."""
     from ragrig.tracking.run import configure, ensure_experiment
 
-    cfgs = [compose_point(p) for p in grid(overrides or [])]  # the overrides first: seconds
+    points = grid(overrides or [])  # every override parsed (and refused) first: milliseconds
     check_lock_outputs(project)
+    cfgs = [compose_point(p) for p in points]
     for root in dict.fromkeys(c["dataset"]["root"] for c in cfgs):
         link_dataset_root(project, str(root))
     mlflow_cfg = cfgs[0]["report"]["mlflow"]

@@ -83,11 +83,12 @@ PARAM_SECTIONS = (
     "report",
     "runtime",
 )
-# metrics.json entries whose names start like a params section (its `judge` and `rerank` parts)
+# metrics.json entries whose names start like a params section (its `judge` and `rerank` parts):
+# the judge's means and bookkeeping (`llm_...`, `techniques_...`: the params say `judge.llm.`)
 FULL_METRICS_LIKE_PARAMS = (
     r"rerank\.delta_",
-    r"judge\.(answer_support|claim_support|completion_tokens|cpu_s|faithfulness|llm_cached|llm_model"
-    r"|llm_status|n_scored|no_claims|prompt_tokens|renormalised|weights_used)",
+    r"judge\.(answer_support|claim_support|completion_tokens|cpu_s|faithfulness|llm_"
+    r"|n_scored|no_claims|prompt_tokens|renormalised|weights_used|techniques_)",
 )
 
 
