@@ -68,7 +68,7 @@ def train(
     from sentence_transformers.cross_encoder import CrossEncoder
     from transformers import set_seed
 
-    from ragrig.training.fit import fingerprint, fit, pair_batches, quiet_training_logs, settings
+    from ragrig.training.fit import fit_cross_encoder, quiet_training_logs
     from ragrig.weights.models import model_fingerprint, resolve_model
 
     if not pairs:
@@ -82,25 +82,26 @@ def train(
     model = CrossEncoder(
         resolve_model(cfg.base_model), num_labels=1, max_length=cfg.max_length, device="cpu"
     )
-    lengths, inputs = pair_batches(
-        model, [p.query for p in pairs], [p.passage for p in pairs], cfg.max_length
-    )
     targets = torch.tensor([float(p.label) for p in pairs])
-
-    def make_batch(idx: list[int]) -> tuple[Any, Any]:
-        return inputs(idx), targets[idx]
 
     def loss_fn(m: Any, batch: tuple[Any, Any]) -> Any:
         features, y = batch
         logits = m(features)["scores"].view(-1).float()
         return torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
 
-    s = settings(cfg, len(pairs), stop_after=stop_after)
-    fp = fingerprint("train_rerank", cfg, D.as_records(pairs), s)
-    figures = fit(
-        model, lengths, make_batch, loss_fn, s, work or out_dir, fp, "train_rerank training"
+    figures = fit_cross_encoder(
+        "train_rerank",
+        model,
+        [p.query for p in pairs],
+        [p.passage for p in pairs],
+        targets,
+        loss_fn,
+        cfg,
+        D.as_records(pairs),
+        out_dir,
+        work,
+        stop_after,
     )
-    model.save_pretrained(str(Path(out_dir) / MODEL_DIR), create_model_card=False)
     seconds = figures["seconds"]
     n_seen = len(pairs) * cfg.epochs
     return {

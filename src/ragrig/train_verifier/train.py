@@ -65,7 +65,7 @@ def train(
     from sentence_transformers.cross_encoder import CrossEncoder
     from transformers import set_seed
 
-    from ragrig.training.fit import fingerprint, fit, pair_batches, quiet_training_logs, settings
+    from ragrig.training.fit import fit_cross_encoder, quiet_training_logs
     from ragrig.weights.models import model_fingerprint, resolve_model
 
     if not pairs:
@@ -87,24 +87,25 @@ def train(
             "label2id": label_id,
         },
     )
-    lengths, inputs = pair_batches(
-        model, [p.claim for p in pairs], [p.evidence for p in pairs], cfg.max_length
-    )
     targets = torch.tensor([label_id[p.label] for p in pairs])
-
-    def make_batch(idx: list[int]) -> tuple[Any, Any]:
-        return inputs(idx), targets[idx]
 
     def loss_fn(m: Any, batch: tuple[Any, Any]) -> Any:
         features, y = batch
         return torch.nn.functional.cross_entropy(m(features)["scores"].float(), y)
 
-    s = settings(cfg, len(pairs), stop_after=stop_after)
-    fp = fingerprint("train_verifier", cfg, D.as_records(pairs), s)
-    figures = fit(
-        model, lengths, make_batch, loss_fn, s, work or out_dir, fp, "train_verifier training"
+    figures = fit_cross_encoder(
+        "train_verifier",
+        model,
+        [p.claim for p in pairs],
+        [p.evidence for p in pairs],
+        targets,
+        loss_fn,
+        cfg,
+        D.as_records(pairs),
+        out_dir,
+        work,
+        stop_after,
     )
-    model.save_pretrained(str(Path(out_dir) / MODEL_DIR), create_model_card=False)
     seconds = figures["seconds"]
     n_seen = len(pairs) * cfg.epochs
     return {

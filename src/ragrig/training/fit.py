@@ -149,3 +149,32 @@ def weights_sha256(model_dir: Path) -> str:
             for block in iter(lambda: fh.read(1 << 22), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def fit_cross_encoder(
+    stage: str,
+    model: Any,
+    firsts: list[str],
+    seconds: list[str],
+    targets: Any,
+    loss_fn: Callable[[Any, Any], Any],
+    cfg: Any,
+    records: list[dict[str, Any]],
+    out_dir: Path,
+    work: Path | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Train a cross-encoder on text pairs with their `targets` (what the reranker and the
+    verifier share): length-bucketed batches of the model's own preprocessing, `loss_fn(model,
+    (features, targets))`, the run fingerprinted by `records`, the checkpoint beside `work`
+    (default `out_dir`); the model saved to `out_dir/model`. Returns the loop's figures."""
+    lengths, inputs = pair_batches(model, firsts, seconds, cfg.max_length)
+
+    def make_batch(idx: list[int]) -> tuple[Any, Any]:
+        return inputs(idx), targets[idx]
+
+    s = settings(cfg, len(firsts), stop_after=stop_after)
+    fp = fingerprint(stage, cfg, records, s)
+    figures = fit(model, lengths, make_batch, loss_fn, s, work or out_dir, fp, f"{stage} training")
+    model.save_pretrained(str(Path(out_dir) / "model"), create_model_card=False)
+    return figures
