@@ -27,6 +27,25 @@ def test_negate(claim, negated):
     assert perturb.negate(claim) == negated
 
 
+@pytest.mark.parametrize(
+    ("claim", "affirmed"),
+    [
+        ("ADAR1 does not bind to Dicer.", "ADAR1 binds to Dicer."),
+        ("Mars does not have two moons.", "Mars has two moons."),
+        ("The clinic did not open in May.", "The clinic did open in May."),
+        ("Penguins cannot fly.", "Penguins can fly."),
+        ("The library won't open on Sundays.", "The library will open on Sundays."),
+        ("The library isn't open on Sundays.", "The library is open on Sundays."),
+        ("Patients are not at higher risk.", "Patients are at higher risk."),
+        ("Mars has two moons.", None),  # nothing to remove
+    ],
+)  # fmt: skip
+def test_affirm_removes_the_first_negation(claim, affirmed):
+    assert perturb.affirm(claim) == affirmed
+    if affirmed is not None and perturb.negate(affirmed) is not None:
+        assert perturb.affirm(perturb.negate(affirmed)) == affirmed  # the inverse of negate
+
+
 def test_change_number_avoids_values_of_the_context():
     claim = "Refunds take up to 24 hours."
     outs = {perturb.change_number(claim, "", random.Random(s)) for s in range(20)}

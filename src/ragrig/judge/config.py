@@ -320,6 +320,29 @@ class VerifierConfirmConfig(Section):
     window: int = Field(3, ge=1, le=5, description="evidence windows: up to this many sentences")
     windows_per_claim: int = Field(3, ge=1, le=20)
     max_length: int = Field(192, ge=16, le=512)
+    negation_margin: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="a claim with a negation cue is contradicted when its affirmative's "
+        "P(support) exceeds its own by this (ragrig.judge.confirm); None: no negation contrast",
+    )
+    negation_needs_finding: bool = Field(
+        True,
+        description="the negation contrast reads only claims with a lexical negation finding; "
+        "false: every claim with a negation cue (more negations caught, more faithful answers "
+        "rejected: docs/benchmarks.md section 28)",
+    )
+    entity_margin: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="a claim with an entity finding and P(support) below entity_below is "
+        "contradicted when another name of its windows in place of the missing one raises "
+        "P(support) by this; None: no entity contrast",
+    )
+    entity_below: float = Field(0.3, gt=0, le=1)
+    max_substitutes: int = Field(12, ge=1, le=100, description="names tried per missing name")
     batch_size: int = Field(32, gt=0)
     threads: int = Field(2, gt=0)
     quantize: Literal["auto", "none", "bf16", "int8"] = "auto"

@@ -13,7 +13,10 @@ returns None when the claim offers nothing to perturb (never a silent no-op copy
   "up to", "sometimes");
 * `reverse_relation`: a directional word replaced by its opposite ("increases" -> "decreases");
 * `split_evidence`: the evidence sentence cut into two adjacent sentences (the claim must stay
-  supported).
+  supported);
+* `affirm`: the inverse of `negate`, the first negation of a claim removed ("is not" -> "is",
+  "does not bind" -> "binds", "cannot" -> "can"): the minimal pair the verifier's contrast reads
+  (ragrig.judge.confirm).
 """
 
 from __future__ import annotations
@@ -68,6 +71,42 @@ def negate(claim: str) -> str | None:
             and prev not in _NOT_A_VERB_BEFORE
         ):
             return " ".join([*words[:i], "does", "not", _lemma(w), *words[i + 1 :]])
+    return None
+
+
+_DO_NOT = re.compile(r"\b(do|does|did)\s+not\s+([a-z]+)\b", re.IGNORECASE)
+_CANNOT = re.compile(r"\bcannot\b", re.IGNORECASE)
+_NT = re.compile(r"\b([A-Za-z]+)n't\b")
+_NOT = re.compile(r"\s+(?:not|never)\s+", re.IGNORECASE)
+_NT_BASE = {"wo": "will", "ca": "can", "sha": "shall"}  # won't, can't, shan't
+
+
+def _third_person(verb: str) -> str:
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if verb.endswith("y") and len(verb) > 1 and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def affirm(claim: str) -> str | None:
+    """The claim with its first negation removed; None when it has none."""
+    m = _DO_NOT.search(claim)
+    if m:
+        aux, verb = m.group(1), m.group(2)
+        if aux.lower() == "does":
+            verb = "has" if verb.lower() == "have" else _third_person(verb)
+        elif aux.lower() == "did":  # the past form is not known: "did not go" -> "did go"
+            verb = f"{aux} {verb}"
+        return claim[: m.start()] + verb + claim[m.end() :]
+    for pattern, repl in (
+        (_CANNOT, lambda m: "can"),
+        (_NT, lambda m: _NT_BASE.get(m.group(1).lower(), m.group(1))),
+        (_NOT, lambda m: " "),
+    ):
+        out = pattern.sub(repl, claim, count=1)
+        if out != claim:
+            return out
     return None
 
 
