@@ -125,12 +125,15 @@ class VerifierConfirm:
         return [(s, w) for s, _, w, _ in best_per_claim(len(claims), pairs, owner, read)]
 
     def _variants(
-        self, cs: Any, hard: tuple[tuple[str, str, str], ...], windows: dict[str, list[str]]
+        self,
+        cs: Any,
+        hard: tuple[tuple[str, str, str], ...],
+        windows: dict[str, list[str]],
+        negated: frozenset[str],
     ) -> dict[str, list[tuple[str, str]]]:
         """Per claim, the minimal pairs it is read beside: ("negation", its affirmative) and
         ("entity:<name>", the claim with <name> replaced by a name of its windows)."""
         from ragrig.judge import entities as ent
-        from ragrig.judge.overlap import claim_negations
         from ragrig.judge.perturb import affirm
 
         out: dict[str, list[tuple[str, str]]] = {}
@@ -139,16 +142,15 @@ class VerifierConfirm:
                 continue
             v: list[tuple[str, str]] = []
             kinds = {k for cc, k, _ in hard if cc == c}
-            negated = bool(claim_negations(cs.surface[c]))
             if (
                 self.negation_margin is not None
-                and negated
+                and c in negated
                 and ("negation" in kinds or not self.negation_needs_finding)
             ):
                 yes = affirm(c)
                 if yes is not None and yes != c:
                     v.append(("negation", yes))
-            if self.entity_margin is not None and not negated:
+            if self.entity_margin is not None and c not in negated:
                 for name in dict.fromkeys(d for cc, k, d in hard if cc == c and k == "entity"):
                     if name not in c:
                         continue
@@ -160,10 +162,15 @@ class VerifierConfirm:
         return out
 
     def findings(
-        self, cs: Any, contexts: list[str], hard: tuple[tuple[str, str, str], ...]
+        self,
+        cs: Any,
+        contexts: list[str],
+        hard: tuple[tuple[str, str, str], ...],
+        negated: frozenset[str] = frozenset(),
     ) -> tuple[tuple[str, str, str], ...]:
         """The `contradicted` findings, in claim order: the claims whose lexical findings the
-        verifier confirms (P(support) < below), and those a contrast contradicts."""
+        verifier confirms (P(support) < below), and those a contrast contradicts. `negated`:
+        the claims with a negation cue (ragrig.judge.overlap.claim_negations)."""
         from ragrig.judge.windows import evidence_windows, preselect
 
         flagged = {c for c, kind, _ in hard if kind in self.kinds}
@@ -172,7 +179,7 @@ class VerifierConfirm:
             return ()
         units = evidence_windows(contexts, self.window)
         windows = {c: preselect(cs.words[c], units, self.windows_per_claim) for c in cs.claims}
-        variants = self._variants(cs, hard, windows) if contrasts else {}
+        variants = self._variants(cs, hard, windows, negated) if contrasts else {}
         todo = [c for c in cs.claims if c in flagged or c in variants]
         if not todo:
             return ()

@@ -290,7 +290,8 @@ class OverlapJudge:
         )
         hard = self.contradictions(cs, contexts, self.entity_check, units, checks)
         if self.confirm is not None:
-            hard = tuple(hard) + self.confirm.findings(cs, contexts, hard)
+            negated = frozenset(c for c in cs.claims if claim_negations(cs.surface[c]))
+            hard = tuple(hard) + self.confirm.findings(cs, contexts, hard, negated)
         contradicted = {c for c, _, _ in hard}
         sup = [
             c
