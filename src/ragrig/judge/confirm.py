@@ -30,7 +30,8 @@ The claims are read first; the minimal pairs only of those a contrast could stil
 Either makes a `contradicted` finding whose detail names the contrast and both readings.
 
 Only claims with a finding (or a negation cue, with `negation_needs_finding: false`) reach the
-model, so a judge stage reads a handful of pairs; the model is loaded on the first one and shared by every judge of the process."""
+model, so a judge stage reads a handful of pairs; the model is loaded on the first one and shared
+by every judge of the process."""
 
 from __future__ import annotations
 
@@ -113,17 +114,6 @@ class VerifierConfirm:
             self._verifier = shared_verifier(self.model, *self.settings)
         return self._verifier
 
-    def readings(
-        self, claims: list[str], words: dict[str, set[str]], contexts: list[str]
-    ) -> list[tuple[float, str]]:
-        """Per claim: its max P(support) over its pre-selected windows (0 when no window shares
-        a word with it) and the window that gave it."""
-        from ragrig.judge.windows import best_per_claim, claim_pairs
-
-        pairs, owner = claim_pairs(claims, words, contexts, self.window, self.windows_per_claim)
-        read = dict(zip(pairs, self.verifier().readings(pairs), strict=True)) if pairs else {}
-        return [(s, w) for s, _, w, _ in best_per_claim(len(claims), pairs, owner, read)]
-
     def _variants(
         self,
         cs: Any,
@@ -200,7 +190,8 @@ class VerifierConfirm:
 
         # two passes: the claims as written, then the minimal pairs of those a contrast could
         # still decide (a confirmed finding needs none; a margin above 1 - P(support) is out of
-        # reach; the entity contrast reads only claims below entity_below)
+        # reach; the entity contrast reads only claims below entity_below, so the decision
+        # below needs no second check of it)
         score({c: [c] for c in todo})
 
         def could_decide(c: str, what: str) -> bool:
@@ -230,11 +221,7 @@ class VerifierConfirm:
                         f"negation contrast: P(support) {ps:.3f} as written, {vs:.3f} without "
                         f"the negation"
                     )
-                elif (
-                    what.startswith("entity:")
-                    and ps < self.entity_below
-                    and vs - ps >= self.entity_margin
-                ):
+                elif what.startswith("entity:") and vs - ps >= self.entity_margin:
                     detail = (
                         f"entity contrast: P(support) {ps:.3f} with {what[7:]!r}, {vs:.3f} "
                         f"with another name of the passages: {text[:120]}"
