@@ -234,8 +234,10 @@ def test_verifier_benchmark_trains_on_the_fixture_and_judges(smoke):
     assert t["pairs"] == 12 and sum(t["labels"].values()) == 12 and t["train_seconds"] > 0
     assert r["scoring"]["pairs"] == 12 and r["scoring"]["pairs_per_s"] > 0
     assert r["judge"]["answers"] == 16 and r["judge"]["answers_per_s"] > 0
-    # the prefetched run scores the same pairs as each answer alone, in other batches
-    assert r["judge"]["per_answer_batches"]["max_abs_diff"] < 1e-4
+    # the prefetched run scores the same pairs as each answer alone, in other batches: fp32 to
+    # 1e-4; bf16 products accumulate in another order per batch shape (1.06e-4 seen on AMX)
+    tolerance = 1e-3 if r["config"]["quantize_resolved"] == "bf16" else 1e-4
+    assert r["judge"]["per_answer_batches"]["max_abs_diff"] < tolerance
     variants = r["judge"]["variants"]
     assert r["config"]["judge"]["quantize"] == "auto"  # conf/judge/verifier.yaml
     assert list(variants) == ["quantize=none", "quantize=int8"]

@@ -211,6 +211,15 @@ def test_label_page_rates_saves_and_restores_in_chromium(tmp_path):
             time.sleep(0.2)
         saved = (downloads / "labels.jsonl").read_text()
         assert saved == shown
+        stored = "JSON.stringify(JSON.parse(localStorage.getItem('ragrig-labels-s1') || '{}'))"
+        assert json.loads(c.js(stored)) == {
+            "q1": {"rating": "faithful", "note": ""},
+            "q3": {"rating": "unfaithful", "note": "the date is wrong"},
+        }
+        # Chromium hands a page's localStorage writes to its storage service asynchronously: a
+        # reload at once can beat them on a loaded machine and read the older state (the page's
+        # ratings were 0 there, its own writes done). A person does not reload within a second.
+        time.sleep(1.0)
         c.js("window.oldPage = true; location.reload()")
         # the reloaded page (no `oldPage` on its window) restores the ratings from localStorage
         try:
