@@ -275,11 +275,11 @@ def test_declared_params_are_what_the_stage_reads(name):
     assert "runtime" not in read, f"{name}: reads the whole runtime section"
 
 
-def test_only_generate_and_report_depend_on_the_seed():
-    """generate samples queries with it; report seeds its bootstrap intervals (metrics.json, MLflow,
-    the HTML page)."""
+def test_only_generate_estimate_and_report_depend_on_the_seed():
+    """generate samples queries with it (and estimate, the same queries, to price them); report
+    seeds its bootstrap intervals (metrics.json, MLflow, the HTML page)."""
     seeded = [n for n in STAGE_NAMES if "runtime.seed" in _dvc()["stages"][n].get("params", [])]
-    assert seeded == ["generate", "report"]
+    assert seeded == ["estimate", "generate", "report"]
 
 
 def test_only_the_report_reads_the_whole_params_file():
@@ -361,4 +361,6 @@ def test_no_stage_depends_on_where_runs_are_logged():
     seeded = {**cfg, "report": {**cfg["report"], "bootstrap_resamples": 7}}
     changed = stage_keys(seeded, graph)
     base = stage_keys(cfg, graph)
-    assert [s for s in base if base[s] != changed[s]] == ["report"]
+    # the estimate reads report.prices (the whole section, cheaply); generate reads only its
+    # gate file (data/estimate/ok, the same bytes), so nothing past the estimate reruns
+    assert [s for s in base if base[s] != changed[s]] == ["estimate", "report"]

@@ -64,6 +64,7 @@ def test_repro_writes_outputs_metrics_and_one_mlflow_run(ws):
         "retrieve",
         "train_rerank",  # off by default: a manifest saying so, no model
         "rerank",
+        "estimate",  # the run's model calls priced: within budget (none set)
         "generate",
         "train_verifier",  # off by default: a manifest saying so, no model
         "judge",
@@ -299,7 +300,7 @@ def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):
     expected = (
         ["retrieve", "report"]
         if same_run
-        else ["retrieve", "rerank", "generate", "judge", "report"]
+        else ["retrieve", "rerank", "estimate", "generate", "judge", "report"]
     )
     assert _ran(ws, before) == expected
     _params(ws)  # back to the default: every stage restored from the run-cache, none recomputed
@@ -328,7 +329,9 @@ def test_editing_one_stage_schema_reruns_only_that_stage_and_after(ws):
     try:
         before = len(_stage_log(ws))
         sh(["dvc", "repro"], ws)
-        assert _ran(ws, before) == ["judge", "report"]  # nothing upstream re-embeds or re-indexes
+        # nothing upstream re-embeds or re-indexes; the estimate prices the judge's calls with
+        # this schema, and its gate file is the same bytes, so generate does not rerun
+        assert _ran(ws, before) == ["estimate", "judge", "report"]
     finally:
         schema.write_text(original)
     before = len(_stage_log(ws))

@@ -40,7 +40,7 @@ def repro(tmp_path_factory, tiny_run) -> tuple[Path, str]:
 
 def test_filters_apply_before_search_and_the_report_measures_their_cost(repro):
     ws, out = repro
-    assert _ran(ws) == {"retrieve", "rerank", "generate", "judge", "report"}
+    assert _ran(ws) == {"retrieve", "rerank", "estimate", "generate", "judge", "report"}
     assert "filters: 9 queries filtered before search, 0 soft-boosted" in out
 
     retrieve = ws / "data" / "retrieve"

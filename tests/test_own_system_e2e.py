@@ -52,7 +52,7 @@ def test_the_pipelines_own_run_and_answers_read_back_give_its_metrics(tmp_path, 
         "generate=answers_file", f"system.run_file={system / 'team.run'}",
         f"system.answers_file={system / 'answers.jsonl'}"], ws)  # fmt: skip
     out = sh(["dvc", "repro"], ws).stdout
-    assert _ran(ws) == {"retrieve", "rerank", "generate", "judge", "report"}
+    assert _ran(ws) == {"retrieve", "rerank", "estimate", "generate", "judge", "report"}
     assert "retrieve: run_file" in out and "0 passages the run does not rank" in out
 
     after = json.loads((ws / "reports" / "metrics.json").read_text())

@@ -22,6 +22,7 @@ STAGES = [
     "retrieve",
     "train_rerank",
     "rerank",
+    "estimate",
     "generate",
     "train_verifier",
     "judge",
@@ -51,9 +52,10 @@ def test_changing_the_seed_reruns_generate_and_what_follows_only(tmp_path, tiny_
     _params(ws, "runtime.seed=14")
     sh(["dvc", "repro"], ws)
     ran = _ran(ws, before)
-    # generate samples its queries with the seed; judge and report follow only if its output
-    # changed (here: its latencies). Nothing upstream reads the seed, so nothing upstream reruns.
-    assert ran[:1] == ["generate"], ran
-    assert ran == [s for s in STAGES[STAGES.index("generate") :] if s in ran], ran
+    # generate samples its queries with the seed (and estimate prices the same sample); judge
+    # and report follow only if its output changed (here: its latencies). Nothing upstream
+    # reads the seed, so nothing upstream reruns.
+    assert ran[:2] == ["estimate", "generate"], ran
+    assert ran == [s for s in STAGES[STAGES.index("estimate") :] if s in ran], ran
     status = sh(["dvc", "status"], ws).stdout
     assert "changed" not in status, status

@@ -196,3 +196,18 @@ def test_prepare_converts_only_what_is_not_cached(torch_smollm, gguf_cache, tmp_
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     assert torch_gguf.prepare(torch_smollm.model_name) == (gguf_cache_dir(path), True)
     assert loads == [path] and gguf_cache_dir(path).parent == tmp_path
+
+
+def test_the_estimate_counts_the_prompt_tokens_the_generator_reports(torch_smollm):
+    """`ragrig estimate` counts a local GGUF model's prompts with its own tokenizer: the count is
+    the generator's own usage, token for token, before anything is generated."""
+    from ragrig.report.config import Price
+    from ragrig.report.estimate import generate_parts
+
+    cfg = validate_section("generate", {**yaml.safe_load(
+        (PROJECT / "conf" / "generate" / "smollm2_torch.yaml").read_text()), "max_tokens": 24})  # fmt: skip
+    used = torch_smollm.respond(CLAIM, CONTEXT)["usage"]["prompt_tokens"]
+    prices = {cfg.model: Price(input_per_mtok=0.0, output_per_mtok=0.0)}
+    (part,) = generate_parts(cfg, ["q"], {"q": CLAIM}, {"q": CONTEXT}, prices, "2026-11-01")
+    assert (part.prompt_tokens, part.tokens, part.calls) == (used, "tokenizer", 1)
+    assert part.completion_tokens == 24 and part.usd == 0.0

@@ -287,3 +287,17 @@ def test_swept_keys_are_the_keys_with_several_values():
     assert swept_keys(["dataset=tiny", "retrieve.ef_search=16,64", "chunk=document"]) == {
         "retrieve.ef_search": ["16", "64"]
     }
+
+
+def test_a_gate_orders_its_reader_but_keys_nothing():
+    """generate reads only the estimate stage's gate file (data/estimate/ok, the same bytes
+    whenever the run may go on): a judge parameter changes the estimate's key, which prices the
+    judge's calls, and the judge's, never generate's."""
+    import yaml
+
+    graph = StageGraph.from_dvc_yaml(PROJECT / "dvc.yaml")
+    assert graph.gates["generate"] == ["estimate"] and "estimate" not in graph.upstream["generate"]
+    cfg = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    changed = {**cfg, "judge": {**cfg["judge"], "support_threshold": 0.61}}
+    base, new = stage_keys(cfg, graph), stage_keys(changed, graph)
+    assert [s for s in base if base[s] != new[s]] == ["estimate", "judge", "report"]

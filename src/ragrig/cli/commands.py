@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare, log."""
+ingest-fidelity, remote, warm, prepare, estimate, log."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ def add_parsers(sub: Any) -> None:
     add_remote(sub)
     add_warm(sub)
     add_prepare(sub)
+    add_estimate(sub)
     from ragrig.cli.log import add_parser as add_log
 
     add_log(sub)
@@ -53,6 +54,18 @@ def add_train_verifier(sub: Any) -> None:
 
     add_arguments(p)
     p.set_defaults(func=_lazy("ragrig.train_verifier.public", "run_command"))
+
+
+def add_estimate(sub: Any) -> None:
+    p = sub.add_parser(
+        "estimate",
+        help="what the run's model calls will cost, before any is made (exit 1 over budget)",
+        description=_doc("ragrig.report.estimate"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--json", default=None, help="also write the estimate here")
+    p.set_defaults(func=_lazy("ragrig.report.estimate", "cmd_estimate"))
 
 
 def add_prepare(sub: Any) -> None:

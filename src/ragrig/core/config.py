@@ -95,6 +95,7 @@ SECTIONS: dict[str, str] = {
     "report": "ragrig.report.config:ReportConfig",
     "runtime": "ragrig.core.config:RuntimeConfig",
     "system": "ragrig.core.config:SystemConfig",
+    "budget": "ragrig.report.estimate:BudgetConfig",
     # the shared run-cache (a DVC remote); no stage reads it, so choosing one recomputes nothing
     "storage": "ragrig.storage.remote:StorageConfig",
 }

@@ -26,13 +26,20 @@ from typing import Any
 
 import yaml
 
+# A dependency on a file of this name is a gate: its stage writes the same bytes whenever it lets
+# the run go on (data/estimate/ok: within budget) and fails otherwise, so the stage reading it
+# runs after it but its result does not depend on the gate's params.
+GATE_FILE = "ok"
+
 
 @dataclass(frozen=True)
 class StageGraph:
-    """The stages of dvc.yaml in order: the params each reads and the stages it reads from."""
+    """The stages of dvc.yaml in order: the params each reads and the stages it reads from
+    (`upstream`; `gates`: those it reads only a gate file of, which order it but key nothing)."""
 
     params: dict[str, list[str]]
     upstream: dict[str, list[str]]
+    gates: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_dvc_yaml(cls, path: Path) -> StageGraph:
@@ -43,16 +50,23 @@ class StageGraph:
         }
         params: dict[str, list[str]] = {}
         upstream: dict[str, list[str]] = {}
+        gates: dict[str, list[str]] = {}
+
+        def reads(deps: list[str], paths: list[str]) -> bool:
+            return any(d == p or d.startswith(p.rstrip("/") + "/") for d in deps for p in paths)
+
         for name, spec in stages.items():
             params[name] = [str(p) for p in spec.get("params") or [] if isinstance(p, str)]
             deps = [str(d) for d in spec.get("deps") or []]
-            upstream[name] = [
-                other
-                for other, paths in outs.items()
-                if other != name
-                and any(d == p or d.startswith(p.rstrip("/") + "/") for d in deps for p in paths)
+            data = [d for d in deps if Path(d).name != GATE_FILE]
+            gated = [d for d in deps if Path(d).name == GATE_FILE]
+            upstream[name] = [o for o, paths in outs.items() if o != name and reads(data, paths)]
+            gates[name] = [
+                o
+                for o, paths in outs.items()
+                if o != name and o not in upstream[name] and reads(gated, paths)
             ]
-        return cls(params, upstream)
+        return cls(params, upstream, gates)
 
 
 #: stages that run with every core: a point computing one of them runs alone on this machine
