@@ -55,6 +55,7 @@ BENCHMARKS = [
     "suite",
     "warm",
     "external",
+    "consistency",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -84,6 +85,7 @@ QUICK_ARGS = {
     "suite": ["--targets", "test"],
     "warm": [],
     "external": [],
+    "consistency": ["--samples", "2"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -263,13 +265,15 @@ SMOKE_ARGS = {
         "--markdown",
         "{tmp}/suite.md",
     ],
+    # the fixture's cold run with the extractive generator, then its 2 samples per answer
+    "consistency": ["--smoke", "--samples", "2", "--workdir", "{tmp}/consistency"],
     # parse, chunk and embed once each way: the server, the hand-off, the byte comparison
     "warm": ["--repeats", "1", "--target", "embed", "--workdir", "{tmp}"],
 }
 
 
 # Benchmarks that compose their own params.yaml in a throwaway project (no --params option)
-NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite", "warm"}
+NO_PARAMS = {"pipeline", "remote_cache", "sweep", "sweep_ray", "suite", "warm", "consistency"}
 
 
 def smoke_params(tmp: Path) -> Path:
