@@ -613,3 +613,24 @@ def test_external_benchmark_flags_edited_sentences(smoke):
     assert r["kinds"]["original"]["source_retrieved"] == 1.0  # each sentence finds its document
     assert r["kinds"]["negation"]["n"] > 0 and r["seconds"]["per_claim_ms"] > 0
     assert r["target_met"] == (r["edited_flagged"] >= 0.9 and r["original_passed"] >= 0.9)
+
+
+def test_consistency_benchmark_reruns_only_what_reads_the_samples(smoke):
+    r = _ok(smoke, "consistency")
+    assert r["config"]["samples"] == [2] and r["config"]["smoke"] is True
+    assert r["cold"]["stages_s"]["embed"] > 0 and r["cold"]["wall_s"] > 0
+    (point,) = r["points"]
+    # the sample count is a generate parameter: the estimate prices it, generate draws the
+    # samples, the judge clusters them, the report reads them; nothing upstream reruns
+    assert point["reran"] == ["estimate", "generate", "judge", "report"]
+    assert point["ratio_to_cold"] == round(
+        (r["cold"]["wall_s"] + point["extra_s"]) / r["cold"]["wall_s"], 3
+    )
+    s = point["surrogate"]
+    # the fixture's 4 sampled claims are all labelled: each answered and scored, or counted
+    assert s["answered"] == 4 and s["answers_scored"] + s["unscored"] == 4
+    assert s["unlabelled"] == 0 and 0 <= s["correct"] <= 4
+    for name in ("by_meaning", "lexical"):
+        a = s[name]
+        assert a["n"] == s["answers_scored"]
+        assert a["auc"] is None or (0 <= a["auc"] <= 1 and 0 <= a["ci95"][0] <= a["ci95"][1] <= 1)
