@@ -56,6 +56,7 @@ BENCHMARKS = [
     "warm",
     "external",
     "consistency",
+    "guardrails",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -86,6 +87,7 @@ QUICK_ARGS = {
     "warm": [],
     "external": [],
     "consistency": ["--samples", "2"],
+    "guardrails": ["--per-hour", "1000"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -267,6 +269,8 @@ SMOKE_ARGS = {
     ],
     # the fixture's cold run with the extractive generator, then its 2 samples per answer
     "consistency": ["--smoke", "--samples", "2", "--workdir", "{tmp}/consistency"],
+    # the injected day on the fixture's corpus, 200 lines an hour
+    "guardrails": ["--smoke", "--workdir", "{tmp}/guardrails"],
     # parse, chunk and embed once each way: the server, the hand-off, the byte comparison
     "warm": ["--repeats", "1", "--target", "embed", "--workdir", "{tmp}"],
 }

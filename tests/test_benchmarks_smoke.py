@@ -634,3 +634,14 @@ def test_consistency_benchmark_reruns_only_what_reads_the_samples(smoke):
         a = s[name]
         assert a["n"] == s["answers_scored"]
         assert a["auc"] is None or (0 <= a["auc"] <= 1 and 0 <= a["ci95"][0] <= a["ci95"][1] <= 1)
+
+
+def test_guardrails_benchmark_reads_every_guardrail_on_the_injected_day(smoke):
+    r = _ok(smoke, "guardrails")
+    assert r["config"]["lines"] == 24 * 200 and r["lines"] == 4800
+    per = r["per_guardrail"]
+    assert set(per) == {"faithfulness", "latency", "filter_false_exclusion", "regeneration", "cost"}
+    # latency, cost and the filter read every line: each fault alerts in its hours
+    for g in ("latency", "cost", "filter_false_exclusion"):
+        assert per[g]["missed_hours"] == [] and per[g]["alerted_hours"] == per[g]["expected_hours"]
+    assert r["false_alarms"] == len(r["false_alarm_lines"]) and r["exit"] == 1

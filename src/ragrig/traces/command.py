@@ -30,6 +30,7 @@ def query_embedder(params: Path) -> Any:
 
 def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) -> list[Path]:
     from ragrig.core.io import atomic_write_text
+    from ragrig.traces.guardrails import junit
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "windows.csv", out / "drift.csv", out / "traces.json"]
@@ -39,12 +40,17 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
         "file": str(source),
         "lines": result.lines,
         "left_out": dict(result.problems.counts),
+        "kept_with_a_note": dict(result.problems.noted),
         "judged": result.judged,
         "seconds": round(result.seconds, 3),
         "alerts": result.alerts,
+        "guardrails": [c.record() for c in result.checks],
         "config": cfg.model_dump(),
     }
     atomic_write_text(paths[2], json.dumps(summary, indent=2) + "\n")
+    # for a scheduler or CI: one test case per window and guardrail, an alert a failure
+    paths.append(out / "guardrails.junit.xml")
+    atomic_write_text(paths[-1], junit(result.checks))
     if len(result.windows):
         paths.append(plot(result, cfg, out / "windows.png"))
     return paths
@@ -118,6 +124,9 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
         f"({result.lines / max(result.seconds, 1e-9):,.0f} lines/s)",
     ]
     out += [f"  left out: {line}" for line in result.problems.lines(source)]
+    out += [
+        f"  kept, noted: {line}" for line in result.problems.lines(source, result.problems.noted)
+    ]
     head = f"{'window':<18} {'judged':>6}  " + "  ".join(f"{a:<24}" for a in AXES) + " refusals"
     out += ["", head]
     for r in result.windows.to_dict("records"):
@@ -145,7 +154,17 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
             f"{fmt(r['answer_length_p'])}, refusals p {fmt(r['refusal_p'])})"
             for r in drifted
         ]
-    out += ["", *result.alerts] if result.alerts else ["", "no window crossed a floor"]
+    counts = {}
+    for c in result.checks:
+        counts.setdefault(c.guardrail, {}).setdefault(c.status, 0)
+        counts[c.guardrail][c.status] += 1
+    if counts:
+        out.append("")
+        out.append("guardrails (windows): " + "; ".join(
+            f"{g} " + ", ".join(f"{n} {s}" for s, n in sorted(by.items()))
+            for g, by in counts.items()
+        ))  # fmt: skip
+    out += ["", *result.alerts] if result.alerts else ["", "no window crossed a guardrail"]
     return out
 
 

@@ -24,6 +24,52 @@ class DriftConfig(Section):
     alpha: float = Field(0.01, gt=0, lt=1, description="a p-value below it is drift")
 
 
+class RegenerationBand(Section):
+    """The control band of the regeneration rate: a binomial band around the rate of the
+    reference windows, at each window's own traffic."""
+
+    reference_windows: int = Field(
+        6, ge=1, le=1000, description="the first windows with min_per_window lines: the baseline"
+    )
+    false_alarms_per_day: float = Field(
+        0.05,
+        gt=0,
+        lt=24,
+        description="expected false alarms in a day of windows: each window's two-sided "
+        "level is this over the windows in a day",
+    )
+
+
+class GuardrailsConfig(Section):
+    """The five guardrails (ragrig.traces.guardrails); the faithfulness one is `floors`'. A
+    bound set to null is not checked."""
+
+    latency_p95_ms: float | None = Field(
+        2000.0, gt=0, description="SLO: a window's p95 latency above it alerts"
+    )
+    stage_latency_p95_ms: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict,
+        description="SLO per stage of the log's stage_latency_ms (e.g. {generate: 1500})",
+    )
+    filter_false_exclusion: float | None = Field(
+        0.05,
+        ge=0,
+        lt=1,
+        description="reviewed interactions whose every gold document the filter removed: a "
+        "window whose Wilson lower bound is above it alerts",
+    )
+    min_reviewed: int = Field(
+        20, ge=2, description="reviewed interactions (gold and a logged filter) a window needs"
+    )
+    regeneration: RegenerationBand | None = RegenerationBand()
+    cost_per_query_usd: float | None = Field(
+        0.01, ge=0, description="a window's mean cost per interaction above it alerts"
+    )
+    slice_min: int = Field(
+        20, ge=1, description="values a slice needs to be named among an alert's slices"
+    )
+
+
 class TracesConfig(Section):
     sample_rate: float = Field(
         0.05, gt=0, le=1, description="share of interactions judged, by a hash of their id"
@@ -41,6 +87,7 @@ class TracesConfig(Section):
     resamples: int = Field(1000, ge=100, le=100000, description="bootstrap resamples")
     batch: int = Field(256, ge=1, le=100000, description="interactions judged together")
     drift: DriftConfig = DriftConfig()
+    guardrails: GuardrailsConfig = GuardrailsConfig()
     mlflow: bool = Field(True, description="one MLflow run per window, with its traces")
     max_traces_per_window: int = Field(
         100, ge=0, le=100000, description="judged interactions logged as MLflow traces"

@@ -16,7 +16,9 @@ Per window, on the judged sample (no qrels, no reference answers needed):
 * refusal rate, answer length (words), latency p50/p95.
 
 Each axis has a bootstrap interval (report-wide seed and resamples); a window with at least
-`min_per_window` values of an axis whose lower bound is below the floor is an alert.
+`min_per_window` values of an axis whose lower bound is below the floor is an alert (for
+faithfulness, naming the slices below the floor). The other guardrails (latency, filter false
+exclusions, regenerations, cost: ragrig.traces.guardrails) read every line of the window.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragrig.traces.guardrails import Check, Traffic, check_window, faithful_slices, reference_band
 from ragrig.traces.read import Interaction, Problems, interactions, sample_key
 
 AXES = ("faithfulness", "relevance", "correctness")
@@ -51,6 +54,16 @@ class Window:
     status: Counter = field(default_factory=Counter)
     queries: list[tuple[float, str]] = field(default_factory=list)  # max-heap by -key
     traces: list[dict[str, Any]] = field(default_factory=list)
+    traffic: Traffic = field(default_factory=Traffic)  # every line, for the guardrails
+    slices: dict[tuple[str, str], Traffic] = field(default_factory=dict)
+
+    def observe(self, x: Interaction) -> None:
+        self.traffic.observe(x)
+        for key in x.slices:
+            t = self.slices.get(key)
+            if t is None:
+                t = self.slices[key] = Traffic()
+            t.observe(x)
 
 
 def iso(ts: float) -> str:
@@ -132,6 +145,7 @@ class Result:
     judged: int
     seconds: float
     traces: dict[float, list[dict[str, Any]]]
+    checks: list[Check] = field(default_factory=list)
 
 
 def evaluate(
@@ -170,6 +184,7 @@ def evaluate(
             if w is None:
                 w = windows[start] = Window(start)
             w.lines += 1
+            w.observe(x)
             b.update(1)
             key = sample_key(x.id, cfg.seed)
             if key >= cfg.sample_rate:
@@ -179,7 +194,7 @@ def evaluate(
                 flush()
         flush()
     ordered = [windows[k] for k in sorted(windows)]
-    table, alerts = summarise(ordered, cfg)
+    table, alerts, checks = summarise(ordered, cfg)
     drift = drift_table(ordered, cfg, embedder)
     return Result(
         table,
@@ -190,6 +205,7 @@ def evaluate(
         int(table["judged"].sum()) if len(table) else 0,
         time.perf_counter() - t0,
         {w.start: w.traces for w in ordered},
+        checks,
     )
 
 
@@ -213,6 +229,8 @@ def absorb(
         value = decision if reads == "decision" and decision is not None else score
         if value is not None:
             w.values["faithfulness"].append(value)
+            for part in x.slices:
+                w.slices[part].faithfulness.append(value)
         if score is not None:
             w.faith_score.append(score)
     rel = keyword_relevance(x.question, x.contexts)
@@ -257,8 +275,11 @@ def _interval(values: list[float], cfg: Any) -> tuple[float | None, float | None
     return float(np.mean(values)), low, high
 
 
-def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str]]:
-    rows, alerts = [], []
+def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str], list[Check]]:
+    """The window table, the alert lines (the axes' floors, then the other guardrails, window by
+    window) and every guardrail's check."""
+    rows, alerts, checks = [], [], []
+    band = reference_band([w.traffic for w in windows], cfg, cfg.min_per_window)
     for w in windows:
         row: dict[str, Any] = {
             "window": iso(w.start),
@@ -272,11 +293,22 @@ def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str]]
             row.update({f"{axis}": mean, f"{axis}_low": low, f"{axis}_high": high, f"{axis}_n": n})
             floor = cfg.floors.get(axis)
             if floor is None or low is None:
+                if axis == "faithfulness" and floor is not None:
+                    checks.append(Check(iso(w.start), axis, None, f"< {floor:g}", 0, "not logged"))
                 continue
-            if n >= cfg.min_per_window and low < floor:
+            alert = n >= cfg.min_per_window and low < floor
+            named = (
+                faithful_slices(w.slices, cfg, floor) if alert and axis == "faithfulness" else ()
+            )
+            if axis == "faithfulness":
+                status = "alert" if alert else "ok" if n >= cfg.min_per_window else "too few"
+                bound = f"< {floor:g} (interval lower bound {low:.4f})"
+                checks.append(Check(iso(w.start), axis, mean, bound, n, status, named))
+            if alert:
+                slices = f"; slices: {', '.join(named)}" if named else ""
                 alerts.append(
                     f"ALERT window {iso(w.start)}: {axis} {mean:.4f} [{low:.4f}, {high:.4f}] "
-                    f"(n={n}), lower bound below the floor {floor:.2f}"
+                    f"(n={n}), lower bound below the floor {floor:.2f}{slices}"
                 )
         row["faithfulness_score"] = float(np.mean(w.faith_score)) if w.faith_score else None
         row["refusal_rate"] = w.refused / w.judged if w.judged else None
@@ -285,8 +317,13 @@ def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str]]
         row["latency_p50_ms"] = float(np.percentile(lat, 50)) if len(lat) else None
         row["latency_p95_ms"] = float(np.percentile(lat, 95)) if len(lat) else None
         row["too_few_to_alert"] = w.judged < cfg.min_per_window
+        row["regeneration_rate"] = w.traffic.regenerations / w.traffic.n if w.traffic.n else None
+        row["cost_mean_usd"] = float(np.mean(w.traffic.cost)) if len(w.traffic.cost) else None
         rows.append(row)
-    return pd.DataFrame(rows), alerts
+        guard = check_window(iso(w.start), w.traffic, w.slices, cfg, cfg.min_per_window, band)
+        checks += guard
+        alerts += [c.line() for c in guard if c.status == "alert"]
+    return pd.DataFrame(rows), alerts, checks
 
 
 def drift_table(windows: list[Window], cfg: Any, embedder: Any | None) -> pd.DataFrame:

@@ -8,8 +8,13 @@ A line is one interaction, a JSON object:
 
 `id`, `timestamp` (ISO 8601 with a zone, or epoch seconds), `question`, `contexts` (texts, or
 objects with `text` and an optional `id`) and `answer` are required; `latency_ms` and `feedback`
-(1/0, true/false, "up"/"down"; null: none) optional. A line that is not JSON or lacks or breaks a
-field is counted by its reason (`Problems`), the first lines of each named, never silently gone.
+(1/0, true/false, "up"/"down"; null: none) optional. What the guardrails read, optional too
+(ragrig.traces.guardrails): `slices` ({"locale": "de", ...}: the slices an alert names),
+`stage_latency_ms` ({"retrieve": 41, "generate": 702}), `cost_usd`, `filter_excluded` (the
+document ids the service's metadata filter removed) with `gold` (the ids a reviewer marked
+relevant), and `regenerates` (the id of the interaction this one regenerates). A line that is
+not JSON or lacks or breaks a field is counted by its reason (`Problems`), the first lines of
+each named, never silently gone.
 
 The sample is deterministic: an interaction is judged when the seeded hash of its id falls below
 `sample_rate`, so the same interactions are judged on every run and in every window.
@@ -41,17 +46,32 @@ class Interaction:
     answer: str
     latency_ms: float | None = None
     feedback: float | None = None
+    slices: tuple[tuple[str, str], ...] = ()
+    stage_latency_ms: tuple[tuple[str, float], ...] = ()
+    cost_usd: float | None = None
+    filter_excluded: frozenset[str] | None = None  # None: no filter logged
+    gold: frozenset[str] | None = None  # None: not reviewed
+    regenerates: str | None = None
 
 
 @dataclass
 class Problems:
-    """Lines left out, by reason, with the first line numbers of each."""
+    """Lines left out, by reason, with the first line numbers of each; and lines kept with a
+    note (`noted`: out of timestamp order, a regeneration of an id not seen), counted alike."""
 
     counts: Counter = field(default_factory=Counter)
     first: dict[str, list[int]] = field(default_factory=dict)
+    noted: Counter = field(default_factory=Counter)
 
     def add(self, reason: str, line: int) -> None:
         self.counts[reason] += 1
+        self._first(reason, line)
+
+    def note(self, reason: str, line: int) -> None:
+        self.noted[reason] += 1
+        self._first(reason, line)
+
+    def _first(self, reason: str, line: int) -> None:
         lines = self.first.setdefault(reason, [])
         if len(lines) < 3:
             lines.append(line)
@@ -60,10 +80,11 @@ class Problems:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def lines(self, path: Path) -> list[str]:
+    def lines(self, path: Path, counts: Counter | None = None) -> list[str]:
+        counts = self.counts if counts is None else counts
         return [
             f"{n} lines {reason} (first: {', '.join(f'{path}:{x}' for x in self.first[reason])})"
-            for reason, n in sorted(self.counts.items())
+            for reason, n in sorted(counts.items())
         ]
 
 
@@ -121,6 +142,9 @@ def parse(obj: Any) -> Interaction | str:
         if isinstance(feedback, list | dict) or feedback not in _FEEDBACK:
             return "with a bad feedback (1/0, true/false, up/down)"
         feedback = _FEEDBACK[feedback]
+    extra = _guardrail_fields(obj)
+    if isinstance(extra, str):
+        return extra
     return Interaction(
         str(ident),
         ts,
@@ -129,13 +153,74 @@ def parse(obj: Any) -> Interaction | str:
         obj["answer"],
         None if latency is None else float(latency),
         feedback,
+        **extra,
     )
 
 
+def _number(value: Any) -> float | None:
+    """A finite number >= 0, else None (a bool, a string, a negative or NaN are not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def _ids(value: Any) -> frozenset[str] | None:
+    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        return None
+    return frozenset(str(v) for v in value)
+
+
+def _guardrail_fields(obj: dict) -> dict[str, Any] | str:
+    """The optional fields the guardrails read, or the reason one is broken."""
+    out: dict[str, Any] = {}
+    slices = obj.get("slices")
+    if slices is not None:
+        if not isinstance(slices, dict) or not all(
+            isinstance(v, str | int) and not isinstance(v, bool) for v in slices.values()
+        ):
+            return "with bad slices (an object of names to strings)"
+        out["slices"] = tuple(sorted((str(k), str(v)) for k, v in slices.items()))
+    stages = obj.get("stage_latency_ms")
+    if stages is not None:
+        if not isinstance(stages, dict) or any(_number(v) is None for v in stages.values()):
+            return "with a bad stage_latency_ms (an object of stage names to ms >= 0)"
+        out["stage_latency_ms"] = tuple(sorted((str(k), float(v)) for k, v in stages.items()))
+    if obj.get("cost_usd") is not None:
+        cost = _number(obj["cost_usd"])
+        if cost is None:
+            return "with a bad cost_usd (a number >= 0)"
+        out["cost_usd"] = cost
+    for key in ("filter_excluded", "gold"):
+        if obj.get(key) is not None:
+            ids = _ids(obj[key])
+            if ids is None:
+                return f"with a bad {key} (a list of document ids)"
+            out[key] = ids
+    parent = obj.get("regenerates")
+    if parent is not None:
+        if isinstance(parent, bool) or not isinstance(parent, str | int) or str(parent) == "":
+            return "with a bad regenerates (the id of an earlier interaction)"
+        out["regenerates"] = str(parent)
+    return out
+
+
+DUPLICATE = "with an id seen on an earlier line (the first kept)"
+OUT_OF_ORDER = "out of timestamp order (kept: each is windowed by its own timestamp)"
+UNKNOWN_PARENT = "regenerating an id no earlier line has (kept: counted as a regeneration)"
+
+
+def _id_key(interaction_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(interaction_id.encode(), digest_size=8).digest(), "big")
+
+
 def interactions(path: Path, problems: Problems) -> Iterator[tuple[int, Interaction]]:
-    """(line number, interaction) of each good line; the others counted in `problems`."""
+    """(line number, interaction) of each good line; the others counted in `problems`. An id
+    seen before leaves its line out; a line earlier in time than one before it, or regenerating
+    an id not seen, is kept and noted. Ids are remembered as 8-byte hashes."""
     from ragrig.core.io import iter_lines
 
+    seen: set[int] = set()
+    latest = -math.inf
     for n, line in iter_lines(Path(path)):
         if not line.strip():
             continue
@@ -147,5 +232,15 @@ def interactions(path: Path, problems: Problems) -> Iterator[tuple[int, Interact
         got = parse(obj)
         if isinstance(got, str):
             problems.add(got, n)
-        else:
-            yield n, got
+            continue
+        key = _id_key(got.id)
+        if key in seen:
+            problems.add(DUPLICATE, n)
+            continue
+        seen.add(key)
+        if got.ts < latest:
+            problems.note(OUT_OF_ORDER, n)
+        latest = max(latest, got.ts)
+        if got.regenerates is not None and _id_key(got.regenerates) not in seen:
+            problems.note(UNKNOWN_PARENT, n)
+        yield n, got

@@ -97,3 +97,84 @@ def write_synthetic(
             }
             fh.write(json.dumps(row) + "\n")
     return Path(path)
+
+
+LOCALES = ("en", "de", "fr", "es")
+# the injected incidents of write_incident_day, by hour of the day (benchmarks/bench_guardrails.py)
+INCIDENTS = {
+    "faithfulness": range(18, 24),  # retrieval regression in locale=fr: answers lose their source
+    "latency": range(19, 21),  # the generate stage 4x slower
+    "cost": range(21, 22),  # 10x the tokens
+    "filter_false_exclusion": range(22, 24),  # the filter starts excluding locale=de's gold
+}
+REGRESSED_LOCALE, FILTERED_LOCALE = "fr", "de"
+
+
+def write_incident_day(
+    path: Path, corpus: Path, per_hour: int, seed: int = 13, max_docs: int = 2000
+) -> Path:
+    """A day (24 hours) of `per_hour` interactions a hour carrying every field the guardrails
+    read, clean for 18 hours and with the INCIDENTS injected in the last six: a retrieval
+    regression in one locale (its contexts no longer hold the answer's document), a latency
+    spike, a cost spike and a metadata filter that starts removing one locale's gold documents.
+
+    Clean traffic: four locales, equally likely; retrieve 20-60 ms, generate 300-900 ms (total
+    latency their sum plus 20 ms); cost 0.0015-0.0025 USD; a fifth of the interactions reviewed
+    (gold: the answer's document), the filter removing two other documents (one in a hundred
+    times the gold one too); 3% regenerate the interaction before them (in its locale), 30%
+    after an answer whose document is missing from its contexts."""
+    rng = random.Random(seed)
+    docs = _documents(corpus, max_docs)
+    n = 24 * per_hour
+    previous: tuple[str, bool, str] | None = None  # (id, faithful, locale) of the line before
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            hour = i // per_hour
+            # a regeneration is the same user's: the locale of the line it regenerates
+            regenerates = previous is not None and rng.random() < (0.03 if previous[1] else 0.3)
+            locale = previous[2] if regenerates else LOCALES[rng.randrange(len(LOCALES))]
+            doc_id, sentences = docs[rng.randrange(len(docs))]
+            sentence = sentences[rng.randrange(len(sentences))]
+            words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
+            others = [
+                d for d in (docs[rng.randrange(len(docs))] for _ in range(3)) if d[0] != doc_id
+            ]
+            regressed = hour in INCIDENTS["faithfulness"] and locale == REGRESSED_LOCALE
+            shown = others if regressed else [(doc_id, sentences), *others[:2]]
+            retrieve = 20 + rng.random() * 40
+            generate = 300 + rng.random() * 600
+            if hour in INCIDENTS["latency"]:
+                generate *= 4
+            cost = 0.0015 + rng.random() * 0.001
+            if hour in INCIDENTS["cost"]:
+                cost *= 10
+            row = {
+                "id": f"day-{seed}-{i}",
+                "timestamp": (START + timedelta(seconds=3600 * i / per_hour)).strftime(
+                    "%Y-%m-%dT%H:%M:%S.%fZ"
+                ),
+                # the document's own words: its contexts answer it (keyword relevance ~1)
+                "question": " ".join(words[:6]) + "?",
+                "contexts": [{"id": d, "text": " ".join(s)} for d, s in shown],
+                "answer": sentence,
+                "latency_ms": round(retrieve + generate + 20, 1),
+                "stage_latency_ms": {
+                    "retrieve": round(retrieve, 1),
+                    "generate": round(generate, 1),
+                },
+                "cost_usd": round(cost, 6),
+                "slices": {"locale": locale},
+            }
+            if rng.random() < 0.2:
+                removed = [d for d, _ in others[:2]]
+                if rng.random() < 0.01 or (
+                    hour in INCIDENTS["filter_false_exclusion"] and locale == FILTERED_LOCALE
+                ):
+                    removed.append(doc_id)
+                row["gold"] = [doc_id]
+                row["filter_excluded"] = removed
+            if regenerates:
+                row["regenerates"] = previous[0]
+            previous = (row["id"], not regressed, locale)
+            fh.write(json.dumps(row) + "\n")
+    return Path(path)
