@@ -55,9 +55,10 @@ def main(argv: list[str] | None = None) -> dict:
     per_hour = 200 if args.smoke else args.per_hour
     work = args.workdir or C.Path(tempfile.mkdtemp(prefix="bench-guardrails-"))
     work.mkdir(parents=True, exist_ok=True)
-    log = write_incident_day(
-        work / "day.jsonl", args.dataset_root / "corpus.jsonl", per_hour, args.seed
-    )
+    corpus = args.dataset_root / "corpus.jsonl"
+    if not corpus.exists():  # BEIR folders ship it gzipped too
+        corpus = corpus.with_suffix(".jsonl.gz")
+    log = write_incident_day(work / "day.jsonl", corpus, per_hour, args.seed)
     raw = yaml.safe_load((C.PROJECT_ROOT / "conf/traces.yaml").read_text())
     raw.update(sample_rate=args.sample_rate, mlflow=False, drift={**raw["drift"], "queries": False})
     config = work / "traces.yaml"
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
             "lines": 24 * per_hour,
             "sample_rate": args.sample_rate,
             "seed": args.seed,
-            "corpus": str(args.dataset_root / "corpus.jsonl"),
+            "corpus": str(corpus),
             "incidents": {k: list(v) for k, v in INCIDENTS.items()},
             "regressed_locale": REGRESSED_LOCALE,
             "filtered_locale": FILTERED_LOCALE,
