@@ -36,20 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import _common as C
-from bench_suite import clone, cold_run_parts, cpu_summary
+from bench_suite import clone, cold_run_parts, cpu_summary, stage_seconds
 
 # the default generator on 4 of the fixture's claims, short answers: every code path, quickly
 SMOKE_ARGS = "dataset=tiny generate.max_queries=4 generate.max_tokens=16"
-
-
-def _stage_seconds(log: Path, skip: int) -> dict[str, float]:
-    stages: dict[str, float] = {}
-    lines = log.read_text(encoding="utf-8").splitlines()[skip:]
-    for line in lines:
-        entry = json.loads(line)
-        if entry.get("status") == "ok":
-            stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + float(entry["seconds"])
-    return stages
 
 
 def _make(ws: Path, args: str | None, env: dict[str, str], log: Path) -> tuple[int, float]:
@@ -191,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         rc, rerun_s = _make(ws, sampled, env, workdir / f"samples-{n}.log")
         if rc != 0:
             sys.exit(f"bench_consistency: the run with {n} samples failed ({rc}): see the log")
-        rerun = _stage_seconds(stage_log, first)
+        rerun, _ = stage_seconds(stage_log, first)
         # every stage the sample count reran, against its own time in the cold run
         extra = sum(t - cold["stages_s"].get(s, 0.0) for s, t in rerun.items())
         answered = surrogate(ws)

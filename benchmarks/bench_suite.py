@@ -194,19 +194,27 @@ def run_target(
     return out
 
 
+def stage_seconds(log: Path, skip: int = 0) -> tuple[dict[str, float], int]:
+    """Seconds per stage of the stage log's finished runs after its first `skip` lines, and how
+    many of them ran warm."""
+    import json
+
+    stages: dict[str, float] = {}
+    warm_stages = 0
+    for line in log.read_text(encoding="utf-8").splitlines()[skip:]:
+        entry = json.loads(line)
+        if entry.get("status") == "ok":
+            stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + float(entry["seconds"])
+            warm_stages += bool(entry.get("warm"))
+    return stages, warm_stages
+
+
 def cold_run_parts(ws: Path) -> dict[str, Any]:
     """Per-stage seconds of the run (its stage log), the inference path (every stage but the
     training ones) and training apart."""
     import json
 
-    log = ws / ".ragrig" / "stage_log.jsonl"
-    stages: dict[str, float] = {}
-    warm_stages = 0
-    for line in log.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if entry.get("status") == "ok":
-            stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + float(entry["seconds"])
-            warm_stages += bool(entry.get("warm"))
+    stages, warm_stages = stage_seconds(ws / ".ragrig" / "stage_log.jsonl")
     training = sum(s for k, s in stages.items() if k.startswith("train_"))
     out = {
         "stages_s": {k: round(v, 1) for k, v in stages.items()},

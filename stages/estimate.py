@@ -17,12 +17,13 @@ def main() -> None:
     est = estimate(args.params, parse_dir, chunk_dir, rerank_dir, generate_dir=None)
     if est.over_budget:  # nothing written: generate, which reads `ok`, cannot start
         raise ConfigError(refusal(est))
+    record = est.record()
     with atomic_dir(args.out) as out:
-        write_json(out / "estimate.json", est.record())
+        write_json(out / "estimate.json", record)
         # the same bytes whatever the estimate: generate depends on this file alone, so a changed
         # estimate (a judge parameter, a price) reruns nothing downstream
         (out / "ok").write_text(OK_TEXT, encoding="utf-8")
-    rec = est.record()["total"]
+    rec = record["total"]
     budget = f" of the ${est.budget_usd:.4f} budget" if est.budget_usd is not None else ""
     print(
         f"estimate: {rec['calls']} model calls, {rec['prompt_tokens']} prompt tokens, "

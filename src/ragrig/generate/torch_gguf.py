@@ -78,6 +78,20 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
+def load_gguf_tokenizer(path: Path) -> Any:
+    """The tokenizer load_gguf gives, without the model: from the conversion cache when the
+    file was converted (`ragrig prepare`), else parsed from the GGUF file itself."""
+    from transformers import AutoTokenizer
+
+    cache = gguf_cache_dir(path)
+    if _converted(cache):
+        try:
+            return AutoTokenizer.from_pretrained(cache)
+        except OSError:  # renamed away mid-read by a process writing the same conversion
+            pass
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+
+
 def load_gguf(path: Path) -> tuple[Any, Any]:
     """(tokenizer, fp32 model in eval mode) of a GGUF chat model. transformers' GGUF loader
     parses the file's metadata three times in pure Python and maps its tensor names layer by

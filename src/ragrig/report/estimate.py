@@ -124,14 +124,9 @@ def _gguf_tokenizer(model: str) -> Any:
         return None
     if not path.is_file():
         return None
-    from transformers import AutoTokenizer
+    from ragrig.generate.torch_gguf import load_gguf_tokenizer
 
-    from ragrig.generate.torch_gguf import _converted, gguf_cache_dir
-
-    cache = gguf_cache_dir(path)
-    if _converted(cache):
-        return AutoTokenizer.from_pretrained(cache)
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    return load_gguf_tokenizer(path)
 
 
 def _price(model: str, prices: dict[str, Any], as_of: str, prompt: int, completion: int) -> float:
@@ -191,9 +186,9 @@ def answer_tokens(gcfg: Any) -> int:
 def _answers(
     gcfg: Any, qids: list[str], contexts: dict, generate_dir: Path | None, read: dict
 ) -> dict:
-    """qid -> answer text for the judge's prompts, None where not generated yet. With the last
-    generate output: its answers, and the passages each was given (into `contexts`); a failed
-    answer is not judged, so it is left out."""
+    """(qid -> answer text for the judge's prompts, None where not generated yet; qid -> its
+    passages). With the last generate output: its answers and the passages each was given (a
+    failed answer is not judged, so it is left out); else `contexts` as they are."""
     if generate_dir is not None and (generate_dir / "generations.parquet").is_file():
         from ragrig.core.io import read_table
         from ragrig.core.schemas import GENERATION_FAILED
@@ -201,13 +196,12 @@ def _answers(
         gens = read_table(generate_dir / "generations.parquet", "generations")
         gens = gens[~gens["status"].isin(GENERATION_FAILED)]
         read["answers"] = f"{generate_dir / 'generations.parquet'} (the last generate output)"
-        contexts.clear()
-        contexts.update({g.qid: json.loads(g.contexts) for g in gens.itertuples(index=False)})
-        return dict(zip(gens["qid"], gens["answer"].astype(str), strict=True))
+        given = {g.qid: json.loads(g.contexts) for g in gens.itertuples(index=False)}
+        return dict(zip(gens["qid"], gens["answer"].astype(str), strict=True)), given
     read["answers"] = (
         f"no generate output: each answer at its longest ({answer_tokens(gcfg)} tokens)"
     )
-    return dict.fromkeys(qids)
+    return dict.fromkeys(qids), contexts
 
 
 def estimate(
@@ -226,7 +220,7 @@ def estimate(
     gcfg = load_section("generate", params)
     jcfg = load_section("judge", params)
     rcfg = load_section("report", params)
-    prices = {k: v for k, v in rcfg.prices.items()}
+    prices = rcfg.prices
     as_of = rcfg.prices_as_of
     read: dict[str, str] = {}
     queries_file = parse_dir / "queries.parquet"
@@ -259,7 +253,7 @@ def estimate(
         if gcfg.method in GENERATING:
             parts += generate_parts(gcfg, qids, texts, contexts, prices, as_of)
     if jcfg.method == "llm_claims" or getattr(jcfg, "llm", None) is not None:
-        answers = _answers(gcfg, qids, contexts, generate_dir, read)
+        answers, contexts = _answers(gcfg, qids, contexts, generate_dir, read)
         qids = list(answers)
         parts += judge_parts(jcfg, qids, texts, contexts, answers, max_answer_tokens, prices, as_of)
     return Estimate(parts, read, as_of, load_section("budget", params).usd)
