@@ -46,6 +46,13 @@ OFFLINE_ENV = {
 }
 
 
+def pipeline_stages() -> list[str]:
+    """The stages of the project's dvc.yaml, in its order."""
+    import yaml
+
+    return list(yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"])
+
+
 def setup_env() -> None:
     """Offline model loading and no telemetry; the venv's bin first on PATH."""
     for key, value in OFFLINE_ENV.items():

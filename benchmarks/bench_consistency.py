@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     rc, cold_s = _make(ws, base, env, workdir / "cold.log")
     if rc != 0:
         sys.exit(f"bench_consistency: the cold run failed ({rc}): see {workdir / 'cold.log'}")
+    cold_s = round(cold_s, 1)
     cold = cold_run_parts(ws)
     print(f"cold run {cold_s:.1f} s", flush=True)
     points = []
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"bench_consistency: the run with {n} samples failed ({rc}): see the log")
         rerun, _ = stage_seconds(stage_log, first)
         # every stage the sample count reran, against its own time in the cold run
-        extra = sum(t - cold["stages_s"].get(s, 0.0) for s, t in rerun.items())
+        # rounded as reported, so that the ratio reads off the figures printed beside it
+        extra = round(sum(t - cold["stages_s"].get(s, 0.0) for s, t in rerun.items()), 1)
         answered = surrogate(ws)
         per_answer = (
             (rerun.get("generate", 0.0) - cold["stages_s"].get("generate", 0.0))

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import _common as C
 
-STAGES = ["parse", "chunk", "embed", "index", "retrieve", "rerank", "generate", "judge", "report"]
-# Trains a model once (off by default: a manifest-only output); DVC may run it anywhere before
-# judge, so the cold run is checked as a set of stages.
-TRAINING_STAGES = ["train_verifier", "train_rerank", "train_embed"]
+# The stages of dvc.yaml; the training ones train a model once (off by default: a manifest-only
+# output) and DVC may run them anywhere before judge, so the cold run is checked as a set.
+TRAINING_STAGES = [s for s in C.pipeline_stages() if s.startswith("train_")]
+STAGES = [s for s in C.pipeline_stages() if s not in TRAINING_STAGES]
 DOWNSTREAM_OF_RETRIEVE = STAGES[STAGES.index("retrieve") :]
 NOOP_TARGET_S = 10.0
 

@@ -43,10 +43,9 @@ def measure(
 ) -> dict:
     from ragrig.core.config import load_section
     from ragrig.metrics.deltas import compare_runs
+    from ragrig.retrieve.tuning import documents_fingerprint
     from ragrig.runtime import stage
     from ragrig.tools.tune_first_stage import Lanes, _composed, build_corpus, load_split, runs_of
-
-    from ragrig.retrieve.tuning import documents_fingerprint
 
     conf = C.PROJECT_ROOT / "conf"  # the committed RRF k and alpha (params may be elsewhere)
     sparse = load_section("index", params).sparse

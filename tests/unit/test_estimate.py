@@ -88,7 +88,8 @@ def test_an_endpoints_answers_and_samples_are_counted_at_four_characters_a_token
     assert (samples.part, samples.calls, samples.prompt_tokens) == ("samples", 2 * n, 2 * tokens)
     assert est.total_usd == pytest.approx(3 * answers.usd)
     assert est.budget_usd is None and not est.over_budget
-    assert est.read["passages"] == f"{data / 'rerank/run.parquet'} (the last rerank output)"
+    # the record names the stage folder, not the run's root: the same run, the same bytes anywhere
+    assert est.read["passages"] == "rerank/run.parquet (the last rerank output)"
 
 
 def test_the_claim_judge_counts_the_claims_and_citations_of_the_answers_there(data, tmp_path):

@@ -129,6 +129,15 @@ def _gguf_tokenizer(model: str) -> Any:
     return load_gguf_tokenizer(path)
 
 
+def _shown(path: Path) -> str:
+    """`path` as the record shows it: relative to the working directory (data/parse/...), else its
+    stage folder and name, so that the same run writes the same bytes wherever it is rooted."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(Path(path.parent.name) / path.name)
+
+
 def _price(model: str, prices: dict[str, Any], as_of: str, prompt: int, completion: int) -> float:
     from ragrig.metrics.aggregate import cost_usd
     from ragrig.report.config import price_hint
@@ -167,10 +176,10 @@ def _contexts(gcfg: Any, qids: list[str], chunk_dir: Path, rerank_dir: Path, rea
             gcfg.n_passages,
             gcfg.passage_order,
         )
-        read["passages"] = f"{run_file} (the last rerank output)"
+        read["passages"] = f"{_shown(run_file)} (the last rerank output)"
         return {q: [t[: gcfg.max_passage_chars] for _, t in ctx[q]] for q in qids}
     read["passages"] = (
-        f"no rerank output at {run_file}: {gcfg.n_passages} passages of "
+        f"no rerank output at {_shown(run_file)}: {gcfg.n_passages} passages of "
         f"{gcfg.max_passage_chars} characters each (their longest)"
     )
     return {q: ["x" * gcfg.max_passage_chars] * gcfg.n_passages for q in qids}
@@ -195,7 +204,8 @@ def _answers(
 
         gens = read_table(generate_dir / "generations.parquet", "generations")
         gens = gens[~gens["status"].isin(GENERATION_FAILED)]
-        read["answers"] = f"{generate_dir / 'generations.parquet'} (the last generate output)"
+        shown = _shown(generate_dir / "generations.parquet")
+        read["answers"] = f"{shown} (the last generate output)"
         given = {g.qid: json.loads(g.contexts) for g in gens.itertuples(index=False)}
         return dict(zip(gens["qid"], gens["answer"].astype(str), strict=True)), given
     read["answers"] = (
@@ -230,7 +240,7 @@ def estimate(
         )
     queries = read_table(queries_file, "queries")
     texts = dict(zip(queries["qid"], queries["text"], strict=True))
-    read["queries"] = str(queries_file)
+    read["queries"] = _shown(queries_file)
     parts: list[Part] = []
     seed = read_runtime(params, "seed")
     if gcfg.method in ("answers_file", "rag_http"):
