@@ -120,6 +120,29 @@ class _Flaky:
         return Generation(f"answer {seed}")
 
 
+class _Keeping(_Flaky):
+    """A batching generator that records what it is asked to keep."""
+
+    batch_size = 3
+
+    def __init__(self):
+        self.kept: list[int] = []
+
+    def generate_many(self, requests):
+        return [self.generate(r.question, r.passages, r.temperature, r.seed) for r in requests]
+
+    def keep_prompts(self, n):
+        self.kept.append(n)
+
+
+def test_a_batching_generator_keeps_its_batch_of_prompts_only_while_samples_are_drawn():
+    gen = _Keeping()
+    generate_all(gen, ["q"], {"q": "x"}, {"q": []}, 10, progress=False, seed=7)
+    assert gen.kept == []  # no samples: nothing kept
+    generate_all(gen, ["q"], {"q": "x"}, {"q": []}, 10, progress=False, consistency_samples=1)
+    assert gen.kept == [3, 0]  # a batch's prompts for its samples, then let go
+
+
 def test_samples_default_empty_and_a_failed_sample_is_null_and_named():
     df = generate_all(_Flaky(), ["q"], {"q": "x"}, {"q": []}, 10, progress=False)
     assert df["samples"].tolist() == ["[]"] and df["cpu_s"].dtype == float

@@ -176,6 +176,25 @@ def test_a_prompt_starts_from_the_prefix_it_shares_and_answers_as_a_full_pass(to
     assert reuse.tokens_reused == head + head + shared and full.tokens_reused == 0
 
 
+def test_a_sample_drawn_after_its_batch_starts_from_its_answers_kept_prompt(torch_smollm):
+    """Self-consistency's samples come after their batch of answers: with keep_prompts, a
+    sample evaluates its prompt's last token only, from the same keys and values as a sample
+    drawn right after its own answer (the previous prompt's reuse), and so samples alike."""
+    from collections import OrderedDict
+
+    kept = _with(torch_smollm, _last=None, _kept=OrderedDict(), keep=0, tokens_reused=0)
+    kept.keep_prompts(2)
+    kept.generate_many([Request(CLAIM, CONTEXT), Request("Deimos orbits Venus.", CONTEXT[:1])])
+    before = kept.tokens_reused
+    sample = kept.generate(CLAIM, CONTEXT, temperature=0.9, seed=1)  # not the last prompt
+    assert kept.tokens_reused - before == len(kept._prompt_ids(CLAIM, CONTEXT)) - 1
+    after = _with(torch_smollm, _last=None, _kept=OrderedDict(), keep=0, tokens_reused=0)
+    after.generate(CLAIM, CONTEXT)
+    assert sample.text == after.generate(CLAIM, CONTEXT, temperature=0.9, seed=1).text
+    kept.keep_prompts(0)
+    assert not kept._kept
+
+
 @pytest.mark.full  # make test-all: more decoding
 def test_a_request_too_long_fails_alone_in_its_batch(torch_smollm):
     short = torch_smollm.respond(CLAIM, CONTEXT[:1])["usage"]["prompt_tokens"]

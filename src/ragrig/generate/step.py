@@ -134,12 +134,14 @@ def _answer(generator: Generator, requests: list[Request]) -> list[tuple[Any, fl
     return [(g, s, cpu * f) for g, s, f in zip(gens, secs, shares, strict=True)]
 
 
+def _batch_size(generator: Generator) -> int:
+    if not hasattr(generator, "generate_many"):
+        return 1
+    return max(1, int(getattr(generator, "batch_size", 1)))
+
+
 def _batches(generator: Generator, items: list[Any]) -> Iterable[list[Any]]:
-    size = (
-        max(1, int(getattr(generator, "batch_size", 1)))
-        if hasattr(generator, "generate_many")
-        else 1
-    )
+    size = _batch_size(generator)
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -174,6 +176,10 @@ def generate_all(
 
     secrets = tuple(getattr(generator, "secrets", ()))
     rows = []
+    # an in-process model keeps each batch's prompts for their samples (no second prompt pass)
+    keep = getattr(generator, "keep_prompts", None) if consistency_samples else None
+    if keep is not None:
+        keep(_batch_size(generator))
     with bar(f"generate {generator.model_name}", len(qids), "answers", on=progress) as b:
         for chunk in _batches(generator, list(qids)):
             passages = {
@@ -229,6 +235,8 @@ def generate_all(
                 )
             rows.extend(done)
             b.update(len(chunk))
+    if keep is not None:
+        keep(0)
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else None)
 
 

@@ -26,6 +26,7 @@ generator per request otherwise.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,9 @@ class TorchGgufGenerator:
         self.reuse_prefix = reuse_prefix
         self._head: tuple[list[int], list[tuple[Any, Any]]] | None = None  # ids, their K/V
         self._last: tuple[list[int], list[tuple[Any, Any]]] | None = None  # the last prompt's
+        # prompts kept whole (keep_prompts): a later identical prompt starts from its keys/values
+        self._kept: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
+        self.keep = 0
         self.tokens_reused = 0  # prompt tokens whose keys and values came from a shared prefix
         self.verdicts: list[list[int]] = []
         if constrain_verdict and prompt == "claim_verdict":
@@ -237,6 +241,16 @@ class TorchGgufGenerator:
             cfg.decode_batch,
             cfg.reuse_prefix,
         )
+
+    def keep_prompts(self, n: int) -> None:
+        """Keep the keys and values of the last `n` prompts evaluated (0: none, the default).
+        A later prompt identical to a kept one evaluates only its last token: the samples of a
+        batch's answers (self-consistency), drawn after the batch, cost no second prompt pass.
+        Each kept prompt holds its cache (layers x 2 x kv heads x head dim a token) until it is
+        among the `n` oldest; keep_prompts(0) lets them go."""
+        self.keep = max(int(n), 0)
+        while len(self._kept) > self.keep:
+            self._kept.popitem(last=False)
 
     def _allowed(self, generated: list[int]) -> list[int] | None:
         """The tokens the verdict constraint allows next; None once a verdict is complete."""
@@ -276,9 +290,10 @@ class TorchGgufGenerator:
         per-layer fp32 keys and values, and the logits of its last position.
 
         With `reuse_prefix`, the pass starts after the longest prefix the prompt shares with
-        the head every prompt begins with (_head_kv) or with the prompt evaluated just before
+        the head every prompt begins with (_head_kv), with the prompt evaluated just before
         it (the lost-in-the-middle probe's orders of one query's passages share the system
-        turn and their first passage), from that prefix's keys and values: a position's keys
+        turn and their first passage) or with a kept prompt it equals (keep_prompts), from
+        that prefix's keys and values: a position's keys
         and values depend only on the tokens up to it. The same prompts in the same order give
         the same answers; on SciFact's sample the answers equal those of full passes
         (docs/benchmarks.md §17)."""
@@ -299,6 +314,9 @@ class TorchGgufGenerator:
                 shared = _shared(ids, self._last[0])
                 if shared > start:
                     start, source = shared, self._last[1]
+            kept = self._kept.get(tuple(ids)) if self._kept else None
+            if kept is not None:
+                start, source = len(ids), kept
             start = min(start, len(ids) - 1)  # at least the last token evaluated: its logits
         if source is not None and start > 0:
             cache = DynamicCache()
@@ -317,6 +335,11 @@ class TorchGgufGenerator:
         raw = [(layer.keys, layer.values) for layer in out.cache.layers]
         if self.reuse_prefix:
             self._last = (ids, raw)
+            if self.keep:
+                self._kept[tuple(ids)] = raw
+                self._kept.move_to_end(tuple(ids))
+                while len(self._kept) > self.keep:
+                    self._kept.popitem(last=False)
         return [(k.float(), v.float()) for k, v in raw], out.logits[0, -1].float()
 
     def _decode_batch(self, prompts: list[list[int]], temperatures: list[float], seeds: list[int]):
