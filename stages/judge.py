@@ -135,24 +135,10 @@ def main() -> None:
     print(f"judge: {len(judgments)} answers, status {status}, LLM judge {llm_status}")
 
 
-class _LazyVerifier:
-    """The shared verifier of these settings, loaded on the first reading."""
-
-    def __init__(self, cfg):
-        self.cfg = cfg
-
-    def readings(self, pairs):
-        from ragrig.judge.confirm import shared_verifier
-        from ragrig.weights.precision import resolve_precision
-
-        c = self.cfg
-        quantize = resolve_precision(c.quantize, fp32="none")
-        model = shared_verifier(c.model, c.max_length, c.batch_size, c.threads, quantize)
-        return model.readings(pairs)
-
-
 def _verifier(cfg):
-    return _LazyVerifier(cfg)
+    from ragrig.judge.confirm import LazyVerifier
+
+    return LazyVerifier(cfg)
 
 
 def _external_check(cfg, chunk_dir, index_dir):

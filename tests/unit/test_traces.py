@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragrig.metrics import correctness as corr
 from ragrig.traces.config import TracesConfig
 from ragrig.traces.drift import length_test, mmd_test, refusal_test
 from ragrig.traces.evaluate import Judging, evaluate
@@ -89,7 +90,9 @@ def test_the_drift_tests_find_a_shift_and_not_noise():
 
 @pytest.fixture(scope="module")
 def judging():
-    return Judging.from_params(PROJECT / "params.yaml")
+    # no semantic part: relevance is the keyword part a test computes by hand (the command's
+    # test below reads the semantic part too)
+    return Judging.from_params(PROJECT / "params.yaml", semantic=False)
 
 
 def _log(tmp_path, n_good=40, n_bad=40):
@@ -114,9 +117,18 @@ def test_each_window_has_its_axes_intervals_and_alerts(tmp_path, judging):
     assert (first["judged"], second["judged"]) == (40, 40)
     assert (first["faithfulness"], first["faithfulness_low"]) == (1.0, 1.0)
     assert second["faithfulness"] == 0.0  # the wrong year is vetoed: judged unfaithful
-    assert (first["correctness"], second["correctness"]) == (1.0, 0.0)
+    # correctness: the scorecard's surrogates without samples, coverage 0.25 and clarity 0.2
+    # renormalised; the thumbs are a signal beside it, not correctness
+    question = "How many moons does Mars have?"
+    for row, answer in ((first, "Mars has two moons, Phobos and Deimos."),
+                        (second, "Curiosity landed on Mars in 2019.")):  # fmt: skip
+        cover, clear = corr.coverage_by_parts(question, answer), corr.clarity(answer)
+        assert row["correctness"] == pytest.approx((0.25 * cover + 0.2 * clear) / 0.45)
+        assert row["correctness_parts"] == "coverage 40/40, clarity 40/40"
+    assert (first["feedback_up"], second["feedback_up"]) == (1.0, 0.0)
     # the scorecard's keyword part: moon and mar of how/mani/moon/doe/mar/have
     assert first["relevance"] == pytest.approx(1 / 3)
+    assert first["relevance_parts"] == "keyword 40/40"
     assert first["latency_p50_ms"] == pytest.approx(119.5)
     assert result.alerts == [
         "ALERT window 2026-11-30T00:00Z: relevance 0.3333 [0.3333, 0.3333] (n=40), lower bound "
@@ -125,7 +137,7 @@ def test_each_window_has_its_axes_intervals_and_alerts(tmp_path, judging):
         "bound below the floor 0.85",
         "ALERT window 2026-11-30T01:00Z: relevance 0.3333 [0.3333, 0.3333] (n=40), lower bound "
         "below the floor 0.75",
-        "ALERT window 2026-11-30T01:00Z: correctness 0.0000 [0.0000, 0.0000] (n=40), lower "
+        "ALERT window 2026-11-30T01:00Z: correctness 0.3696 [0.3696, 0.3696] (n=40), lower "
         "bound below the floor 0.70",
     ]
     # fewer values than min_per_window: reported, never an alert
@@ -152,6 +164,9 @@ def test_the_command_writes_its_files_logs_a_run_per_window_and_exits_on_an_aler
     assert "drift against 2026-11-30T00:00Z: 1 of 1 windows" in proc.stdout  # answer length
     table = pd.read_csv(tmp_path / "out" / "windows.csv")
     assert table["judged"].tolist() == [40, 40]
+    # relevance read the embed section's model as well: both parts on every judged line
+    assert table["relevance_parts"].tolist() == ["semantic 40/40, keyword 40/40"] * 2
+    assert "relevance: semantic 80/80, keyword 80/80; not online: llm" in proc.stdout
     assert (tmp_path / "out" / "windows.png").stat().st_size > 10_000
 
     from mlflow.tracking import MlflowClient

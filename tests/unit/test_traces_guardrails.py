@@ -165,7 +165,10 @@ def incident_day(tmp_path_factory):
         tmp / "day.jsonl", PROJECT / "tests/fixtures/tiny_beir/corpus.jsonl", 200
     )
     cfg = TracesConfig(sample_rate=1.0, drift={"queries": False}, mlflow=False, batch=512)
-    return evaluate(log, cfg, Judging.from_params(PROJECT / "params.yaml"), progress=False)
+    # relevance without its semantic part here (4,800 lines embedded would cost a minute):
+    # benchmarks/bench_guardrails.py runs the command with it
+    judging = Judging.from_params(PROJECT / "params.yaml", semantic=False)
+    return evaluate(log, cfg, judging, progress=False)
 
 
 def test_each_injected_fault_alerts_in_its_hours_and_the_clean_hours_stay_quiet(incident_day):

@@ -55,6 +55,22 @@ def shared_verifier(
     return _VERIFIERS[key]
 
 
+class LazyVerifier:
+    """The shared verifier of a section's settings (model, max_length, batch_size, threads,
+    quantize), loaded on the first reading: nothing loads when no pair is read."""
+
+    def __init__(self, cfg: Any):
+        self.cfg = cfg
+
+    def readings(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
+        from ragrig.weights.precision import resolve_precision
+
+        c = self.cfg
+        quantize = resolve_precision(c.quantize, fp32="none")
+        model = shared_verifier(c.model, c.max_length, c.batch_size, c.threads, quantize)
+        return model.readings(pairs)
+
+
 class VerifierConfirm:
     def __init__(
         self,

@@ -33,9 +33,10 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
     from ragrig.traces.guardrails import junit
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "windows.csv", out / "drift.csv", out / "traces.json"]
+    paths = [out / "windows.csv", out / "drift.csv", out / "signals.csv", out / "traces.json"]
     result.windows.to_csv(paths[0], index=False, float_format="%.6f")
     result.drift.to_csv(paths[1], index=False, float_format="%.6g")
+    result.signals.to_csv(paths[2], index=False, float_format="%.6f")
     summary = {
         "file": str(source),
         "lines": result.lines,
@@ -45,9 +46,11 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
         "seconds": round(result.seconds, 3),
         "alerts": result.alerts,
         "guardrails": [c.record() for c in result.checks],
+        "methods": result.methods,
+        "signals": json.loads(result.signals.to_json(orient="records")),
         "config": cfg.model_dump(),
     }
-    atomic_write_text(paths[2], json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(paths[3], json.dumps(summary, indent=2) + "\n")
     # for a scheduler or CI: one test case per window and guardrail, an alert a failure
     paths.append(out / "guardrails.junit.xml")
     atomic_write_text(paths[-1], junit(result.checks))
@@ -142,6 +145,13 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
             f"{r['window']:<18} {r['judged']:>6}  " + "  ".join(f"{c:<24}" for c in cells)
             + f" {fmt(r['refusal_rate'], 3)}"
         )  # fmt: skip
+    methods = result.methods
+    out.append(f"faithfulness: {methods['faithfulness']}")
+    for axis in ("relevance", "correctness"):
+        out.append(
+            f"{axis}: {methods[axis] or 'no part had a value'}; not online: {methods['not online'][axis]}"
+        )
+    out += signal_lines(result)
     drifted = [r for r in result.drift.to_dict("records") if r["drift"]]
     if len(result.drift):
         out.append("")
@@ -168,6 +178,25 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
     return out
 
 
+def signal_lines(result: Result) -> list[str]:
+    """The signals measured against the axes: those that track one, and how many could not be
+    measured."""
+    t = result.signals
+    if not len(t):
+        return []
+    measured = t[t["spearman"].notna()]
+    out = [
+        f"feedback signals: {len(measured)} of {len(t)} signal-axis pairs measured "
+        f"(signals.csv), {int(t['tracks'].sum())} tracking an axis"
+    ]
+    for r in measured[measured["tracks"]].to_dict("records"):
+        out.append(
+            f"  {r['signal']} tracks {r['axis']}: Spearman {r['spearman']:.3f} "
+            f"[{r['low']:.3f}, {r['high']:.3f}] (n={r['n']})"
+        )
+    return out
+
+
 def cmd_traces(args: argparse.Namespace) -> int:
     from ragrig.core.errors import RagrigError
 
@@ -178,8 +207,11 @@ def cmd_traces(args: argparse.Namespace) -> int:
             cfg = cfg.model_copy(update={"sample_rate": args.sample_rate})
         if not source.is_file():
             raise RagrigError(f"file not found: {source}")
-        judging = Judging.from_params(Path(args.params))
-        embedder = query_embedder(Path(args.params)) if cfg.drift.queries else None
+        judging = Judging.from_params(Path(args.params), cfg.semantic_relevance)
+        embedder = None
+        if cfg.drift.queries:  # the relevance's question embedder when it has one: one model
+            shared = judging.axes.embedders
+            embedder = shared.pair()[0] if shared is not None else query_embedder(Path(args.params))
         result = evaluate(source, cfg, judging, embedder, progress=not args.quiet)
         paths = write_outputs(result, cfg, Path(args.out), source)
         logged = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ragrig.core.config import Section, Seed
 
@@ -70,6 +70,40 @@ class GuardrailsConfig(Section):
     )
 
 
+class SignalsConfig(Section):
+    """Feedback signals against the judged axes (ragrig.traces.signals)."""
+
+    doubt_patterns: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: [
+            r"\bare you (sure|certain)\b",
+            r"\b(is|was) (that|this|it) (right|correct|true)\b",
+            r"\bthat('s| is) (wrong|not right|incorrect|not true)\b",
+            r"\bi don'?t think so\b",
+            r"\breally\?",
+            r"\bdouble[- ]check\b",
+        ],
+        description="a follow-up question matching one (case-insensitive) doubts the answer it "
+        "follows",
+    )
+    min_pairs: int = Field(
+        30, ge=4, description="judged interactions with the signal a correlation needs"
+    )
+
+    @field_validator("doubt_patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(
+                    f"doubt pattern {p!r} is not a regular expression: {exc}"
+                ) from None
+        return patterns
+
+
 class TracesConfig(Section):
     sample_rate: float = Field(
         0.05, gt=0, le=1, description="share of interactions judged, by a hash of their id"
@@ -88,6 +122,12 @@ class TracesConfig(Section):
     batch: int = Field(256, ge=1, le=100000, description="interactions judged together")
     drift: DriftConfig = DriftConfig()
     guardrails: GuardrailsConfig = GuardrailsConfig()
+    signals: SignalsConfig = SignalsConfig()
+    semantic_relevance: bool = Field(
+        True,
+        description="relevance's semantic part: question and contexts embedded by the embed "
+        "section's model (false: keyword and context parts only, no model loaded)",
+    )
     mlflow: bool = Field(True, description="one MLflow run per window, with its traces")
     max_traces_per_window: int = Field(
         100, ge=0, le=100000, description="judged interactions logged as MLflow traces"

@@ -5,20 +5,23 @@ The file is streamed (ragrig.traces.read): memory holds the interactions waiting
 (`batch`), and per window the judged sample's values, at most `drift.max_queries` questions and
 `max_traces_per_window` traces, never the file.
 
-Per window, on the judged sample (no qrels, no reference answers needed):
+Per window, on the judged sample (no qrels, no reference answers needed), the three axes as
+the scorecard computes them offline, each with the parts that produced it:
 
 * faithfulness: what the scorecard's axis reads (report.scorecard.faithfulness_reads): the
   judge's decision (judged faithful, at judge.decision_threshold with its vetoes) or its score;
   the same judge as the pipeline's (the params' judge section), against the contexts logged;
-* relevance: the share of the question's content words found in its contexts (the scorecard's
-  keyword part; an empty context is 0);
-* correctness: the share of positive user feedback among the judged interactions that have it;
+* relevance and correctness: ragrig.traces.axes (semantic similarity, keyword overlap and, with
+  reviewed gold, context precision/recall; the reference-free correctness surrogates:
+  self-consistency when the log holds samples, coverage, clarity);
+* user feedback (the share of thumbs up) beside them, a signal and not an axis
+  (ragrig.traces.signals measures how each signal tracks the axes);
 * refusal rate, answer length (words), latency p50/p95.
 
 Each axis has a bootstrap interval (report-wide seed and resamples); a window with at least
-`min_per_window` values of an axis whose lower bound is below the floor is an alert (for
-faithfulness, naming the slices below the floor). The other guardrails (latency, filter false
-exclusions, regenerations, cost: ragrig.traces.guardrails) read every line of the window.
+`min_per_window` values of an axis whose lower bound is below the floor is an alert naming the
+slices below the floor. The other guardrails (latency, filter false exclusions, regenerations,
+cost: ragrig.traces.guardrails) read every line of the window.
 """
 
 from __future__ import annotations
@@ -35,8 +38,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragrig.traces.guardrails import Check, Traffic, check_window, faithful_slices, reference_band
+from ragrig.traces.axes import (
+    CORRECTNESS_PARTS,
+    NOT_ONLINE,
+    RELEVANCE_PARTS,
+    OnlineAxes,
+    Scored,
+)
+from ragrig.traces.guardrails import Check, Traffic, check_window, reference_band, slices_below
 from ragrig.traces.read import Interaction, Problems, interactions, sample_key
+from ragrig.traces.signals import Signals, WindowSignals
 
 AXES = ("faithfulness", "relevance", "correctness")
 
@@ -47,6 +58,9 @@ class Window:
     lines: int = 0
     judged: int = 0
     values: dict[str, list[float]] = field(default_factory=lambda: {a: [] for a in AXES})
+    parts: dict[str, Counter] = field(default_factory=lambda: {a: Counter() for a in AXES})
+    feedback: list[float] = field(default_factory=list)  # judged lines' thumbs (1 up, 0 down)
+    signals: WindowSignals = field(default_factory=WindowSignals)  # every line's
     faith_score: list[float] = field(default_factory=list)
     lengths: list[float] = field(default_factory=list)
     refused: int = 0
@@ -57,8 +71,9 @@ class Window:
     traffic: Traffic = field(default_factory=Traffic)  # every line, for the guardrails
     slices: dict[tuple[str, str], Traffic] = field(default_factory=dict)
 
-    def observe(self, x: Interaction) -> None:
+    def observe(self, x: Interaction, doubt: Any) -> None:
         self.traffic.observe(x)
+        self.signals.observe(x, doubt)
         for key in x.slices:
             t = self.slices.get(key)
             if t is None:
@@ -72,16 +87,21 @@ def iso(ts: float) -> str:
 
 @dataclass
 class Judging:
-    """What judges a batch: the params' judge and the scorecard's reading of it."""
+    """What judges a batch: the params' judge and the scorecard's reading of it, and the
+    relevance and correctness of the scorecard (`axes`)."""
 
     judge: Any
     weights: dict[str, float] | None
     threshold: float | None
     veto: Any
     reads: str  # decision | score
+    axes: OnlineAxes
+    method: str = ""  # the judge's, as the window table names faithfulness's method
 
     @classmethod
-    def from_params(cls, params: Path) -> Judging:
+    def from_params(cls, params: Path, semantic: bool = True) -> Judging:
+        """The params' judge; `semantic`: relevance's semantic part (the embed section's
+        model) when its weight is not 0."""
         from ragrig.core.config import load_section
         from ragrig.judge import make_judge
 
@@ -100,6 +120,8 @@ class Judging:
             getattr(jcfg, "decision_threshold", None),
             getattr(jcfg, "veto", None),
             rcfg.scorecard.faithfulness_reads,
+            OnlineAxes.from_params(params, semantic),
+            f"{jcfg.method} judge, {rcfg.scorecard.faithfulness_reads}",
         )
 
     def run(self, batch: list[Interaction]) -> pd.DataFrame:
@@ -125,16 +147,6 @@ class Judging:
         )
 
 
-def keyword_relevance(question: str, contexts: list[str]) -> float | None:
-    from ragrig.core.text import tokenize
-    from ragrig.metrics.relevance import keyword_overlap
-
-    q = tokenize([question])[0]
-    if not contexts:
-        return 0.0 if q else None
-    return keyword_overlap(q, [t for toks in tokenize(contexts) for t in toks])
-
-
 @dataclass
 class Result:
     windows: pd.DataFrame
@@ -146,6 +158,8 @@ class Result:
     seconds: float
     traces: dict[float, list[dict[str, Any]]]
     checks: list[Check] = field(default_factory=list)
+    signals: pd.DataFrame = field(default_factory=pd.DataFrame)
+    methods: dict[str, Any] = field(default_factory=dict)  # what produced each axis
 
 
 def evaluate(
@@ -166,14 +180,17 @@ def evaluate(
     problems = Problems()
     pending: list[tuple[Interaction, float]] = []
     lines = 0
+    signals = Signals(cfg.signals)
 
     def flush() -> None:
         if not pending:
             return
         batch = [x for x, _ in pending]
-        judged = judging.run(batch)
-        for (x, key), j in zip(pending, judged.to_dict("records"), strict=True):
-            absorb(windows[x.ts // width * width], x, key, j, cfg, judging.reads, judging.veto)
+        judged = judging.run(batch).to_dict("records")
+        scored = judging.axes.score(batch, [j.get("answer_kind") == "refusal" for j in judged])
+        for (x, key), j, sc in zip(pending, judged, scored, strict=True):
+            w = windows[x.ts // width * width]
+            signals.judged(x, absorb(w, x, key, j, sc, cfg, judging.reads, judging.veto))
         pending.clear()
 
     with bar("traces", None, "lines", on=progress) as b:
@@ -184,7 +201,8 @@ def evaluate(
             if w is None:
                 w = windows[start] = Window(start)
             w.lines += 1
-            w.observe(x)
+            w.observe(x, signals.doubt)
+            signals.line(x)
             b.update(1)
             key = sample_key(x.id, cfg.seed)
             if key >= cfg.sample_rate:
@@ -206,14 +224,37 @@ def evaluate(
         time.perf_counter() - t0,
         {w.start: w.traces for w in ordered},
         checks,
+        signals.table(cfg.level),
+        methods(ordered, judging),
     )
 
 
+def methods(windows: list[Window], judging: Judging) -> dict[str, Any]:
+    """What produced each axis over the whole log: the judge, and the parts relevance and
+    correctness read (with on how many values); what no log line can give."""
+    out: dict[str, Any] = {"faithfulness": judging.method}
+    for axis in ("relevance", "correctness"):
+        total: Counter = Counter()
+        for w in windows:
+            total.update(w.parts[axis])
+        out[axis] = parts_text(axis, total, sum(len(w.values[axis]) for w in windows))
+    out["not online"] = dict(NOT_ONLINE)
+    return out
+
+
 def absorb(
-    w: Window, x: Interaction, key: float, j: dict, cfg: Any, reads: str, veto: Any = None
-) -> None:
-    """One judged interaction into its window; its trace's rationale names why an unfaithful
-    answer is so (ragrig.metrics.reasons, `veto` the judge's vetoed kinds)."""
+    w: Window,
+    x: Interaction,
+    key: float,
+    j: dict,
+    scored: Scored,
+    cfg: Any,
+    reads: str,
+    veto: Any = None,
+) -> dict[str, float | None]:
+    """One judged interaction into its window; returns its axis values. Its trace's rationale
+    names why an unfaithful answer is so (ragrig.metrics.reasons, `veto` the judge's vetoed
+    kinds)."""
     from ragrig.dataset.labels import answer_sha256
     from ragrig.metrics.reasons import deciding, rationale
     from ragrig.tracking.contents import TAG_ANSWER_SHA, TAG_QID
@@ -225,19 +266,22 @@ def absorb(
     decision = None if decision is None or decision != decision else float(decision)
     score = j.get("faithfulness")
     score = None if score is None or score != score else float(score)
+    values: dict[str, float | None] = dict.fromkeys(AXES)
     if status == "scored":
-        value = decision if reads == "decision" and decision is not None else score
-        if value is not None:
-            w.values["faithfulness"].append(value)
-            for part in x.slices:
-                w.slices[part].faithfulness.append(value)
+        values["faithfulness"] = decision if reads == "decision" and decision is not None else score
         if score is not None:
             w.faith_score.append(score)
-    rel = keyword_relevance(x.question, x.contexts)
-    if rel is not None:
-        w.values["relevance"].append(rel)
+    values["relevance"], values["correctness"] = scored.relevance, scored.correctness
+    w.parts["relevance"].update(scored.relevance_parts.keys())
+    w.parts["correctness"].update(scored.correctness_parts.keys())
+    for axis, value in values.items():
+        if value is None:
+            continue
+        w.values[axis].append(value)
+        for part in x.slices:
+            w.slices[part].axes.setdefault(axis, []).append(value)
     if x.feedback is not None:
-        w.values["correctness"].append(x.feedback)
+        w.feedback.append(x.feedback)
     w.lengths.append(float(len(x.answer.split())))
     w.refused += int(j.get("answer_kind") == "refusal")
     if x.latency_ms is not None:
@@ -264,6 +308,7 @@ def absorb(
                 "metadata": reason.metadata() if reason is not None and judged is False else {},
             }
         )
+    return values
 
 
 def _interval(values: list[float], cfg: Any) -> tuple[float | None, float | None, float | None]:
@@ -275,9 +320,16 @@ def _interval(values: list[float], cfg: Any) -> tuple[float | None, float | None
     return float(np.mean(values)), low, high
 
 
+def parts_text(axis: str, parts: Counter, n: int) -> str:
+    """The parts an axis read and on how many of its n values, in the axis's order of parts:
+    "semantic 40/40, keyword 40/40"."""
+    order = RELEVANCE_PARTS if axis == "relevance" else CORRECTNESS_PARTS
+    return ", ".join(f"{k} {parts[k]}/{n}" for k in order if parts[k])
+
+
 def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str], list[Check]]:
     """The window table, the alert lines (the axes' floors, then the other guardrails, window by
-    window) and every guardrail's check."""
+    window) and every guardrail's and axis's check."""
     rows, alerts, checks = [], [], []
     band = reference_band([w.traffic for w in windows], cfg, cfg.min_per_window)
     for w in windows:
@@ -291,19 +343,18 @@ def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str],
             mean, low, high = _interval(w.values[axis], cfg)
             n = len(w.values[axis])
             row.update({f"{axis}": mean, f"{axis}_low": low, f"{axis}_high": high, f"{axis}_n": n})
+            if axis != "faithfulness":
+                row[f"{axis}_parts"] = parts_text(axis, w.parts[axis], n)
             floor = cfg.floors.get(axis)
             if floor is None or low is None:
-                if axis == "faithfulness" and floor is not None:
+                if floor is not None:
                     checks.append(Check(iso(w.start), axis, None, f"< {floor:g}", 0, "not logged"))
                 continue
             alert = n >= cfg.min_per_window and low < floor
-            named = (
-                faithful_slices(w.slices, cfg, floor) if alert and axis == "faithfulness" else ()
-            )
-            if axis == "faithfulness":
-                status = "alert" if alert else "ok" if n >= cfg.min_per_window else "too few"
-                bound = f"< {floor:g} (interval lower bound {low:.4f})"
-                checks.append(Check(iso(w.start), axis, mean, bound, n, status, named))
+            named = slices_below(w.slices, cfg, axis, floor) if alert else ()
+            status = "alert" if alert else "ok" if n >= cfg.min_per_window else "too few"
+            bound = f"< {floor:g} (interval lower bound {low:.4f})"
+            checks.append(Check(iso(w.start), axis, mean, bound, n, status, named))
             if alert:
                 slices = f"; slices: {', '.join(named)}" if named else ""
                 alerts.append(
@@ -311,6 +362,10 @@ def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str],
                     f"(n={n}), lower bound below the floor {floor:.2f}{slices}"
                 )
         row["faithfulness_score"] = float(np.mean(w.faith_score)) if w.faith_score else None
+        mean, low, high = _interval(w.feedback, cfg)
+        row.update(feedback_up=mean, feedback_up_low=low, feedback_up_high=high)
+        row["feedback_n"] = len(w.feedback)
+        row.update(w.signals.row())
         row["refusal_rate"] = w.refused / w.judged if w.judged else None
         row["answer_words"] = float(np.mean(w.lengths)) if w.lengths else None
         lat = np.asarray(w.latencies)

@@ -1,7 +1,7 @@
 """The five guardrails of `ragrig traces`, per window, each with its bound in conf/traces.yaml:
 
 * faithfulness below its floor (`floors.faithfulness`): the judged sample's interval lower bound
-  (ragrig.traces.evaluate, which adds the slices below to its alert);
+  (ragrig.traces.evaluate, which adds the slices below to its alert, as for the other axes);
 * p95 latency above its SLO (`latency_p95_ms`), and per stage where the log has stage timings
   and a stage has an SLO (`stage_latency_p95_ms`);
 * the filter false-exclusion rate above its bound (`filter_false_exclusion`): of the reviewed
@@ -43,7 +43,7 @@ class Traffic:
     regenerations: int = 0
     reviewed: int = 0  # lines with gold and a logged filter
     excluded: int = 0  # of those, every gold document removed by the filter
-    faithfulness: list[float] = field(default_factory=list)  # judged (slices only)
+    axes: dict[str, list[float]] = field(default_factory=dict)  # judged values (slices only)
 
     def observe(self, x: Any) -> None:
         self.n += 1
@@ -229,11 +229,11 @@ def reference_band(traffics: list[Traffic], cfg: Any, min_n: int) -> tuple[float
     return p0, min(1.0, band.false_alarms_per_day / per_day)
 
 
-def faithful_slices(slices: dict, cfg: Any, floor: float) -> tuple[str, ...]:
-    """The slices whose judged faithfulness is below the floor (for the faithfulness alert)."""
+def slices_below(slices: dict, cfg: Any, axis: str, floor: float) -> tuple[str, ...]:
+    """The slices whose judged `axis` is below its floor (for the axis's alert)."""
     found = []
     for (dim, value), t in sorted(slices.items()):
-        v = t.faithfulness
+        v = t.axes.get(axis, ())
         if len(v) >= cfg.guardrails.slice_min and sum(v) / len(v) < floor:
             found.append((sum(v) / len(v), f"{dim}={value} {sum(v) / len(v):.4g} (n={len(v)})"))
     return _worst(found, False)

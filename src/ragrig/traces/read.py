@@ -12,7 +12,14 @@ objects with `text` and an optional `id`) and `answer` are required; `latency_ms
 (ragrig.traces.guardrails): `slices` ({"locale": "de", ...}: the slices an alert names),
 `stage_latency_ms` ({"retrieve": 41, "generate": 702}), `cost_usd`, `filter_excluded` (the
 document ids the service's metadata filter removed) with `gold` (the ids a reviewer marked
-relevant), and `regenerates` (the id of the interaction this one regenerates). A line that is
+relevant), and `regenerates` (the id of the interaction this one regenerates). What the online
+axes read, optional: `samples` (the service's extra answers to the same prompt at a temperature
+above 0, strings or null for a failed one: self-consistency) and each context's `id` (with
+`gold`, the context part of relevance). Feedback signals (ragrig.traces.signals), optional:
+`feedback_reason` (the category of a thumb, e.g. "wrong", "incomplete"), `copied` (the user
+copied the answer), `dwell_ms` (time spent on the answer) and `follows` (the id of the
+interaction this question follows up; a follow-up that doubts the answer, "are you sure?", is
+the doubt signal). A line that is
 not JSON or lacks or breaks a field is counted by its reason (`Problems`), the first lines of
 each named, never silently gone.
 
@@ -52,6 +59,12 @@ class Interaction:
     filter_excluded: frozenset[str] | None = None  # None: no filter logged
     gold: frozenset[str] | None = None  # None: not reviewed
     regenerates: str | None = None
+    samples: tuple[str | None, ...] = ()
+    context_ids: tuple[str, ...] | None = None  # None: a context without an id
+    feedback_reason: str | None = None
+    copied: bool | None = None
+    dwell_ms: float | None = None
+    follows: str | None = None
 
 
 @dataclass
@@ -124,7 +137,7 @@ def parse(obj: Any) -> Interaction | str:
     for key in ("question", "answer"):
         if not isinstance(obj[key], str):
             return f"with a {key} that is not a string"
-    contexts = []
+    contexts, ids = [], []
     if not isinstance(obj["contexts"], list):
         return "with contexts that are not a list"
     for c in obj["contexts"]:
@@ -132,6 +145,8 @@ def parse(obj: Any) -> Interaction | str:
         if not isinstance(text, str):
             return "with a context without text"
         contexts.append(text)
+        cid = c.get("id") if isinstance(c, dict) else None
+        ids.append(None if isinstance(cid, bool) or not isinstance(cid, str | int) else cid)
     latency = obj.get("latency_ms")
     if latency is not None and (
         isinstance(latency, bool) or not isinstance(latency, int | float) or not latency >= 0
@@ -145,6 +160,12 @@ def parse(obj: Any) -> Interaction | str:
     extra = _guardrail_fields(obj)
     if isinstance(extra, str):
         return extra
+    signals = _signal_fields(obj)
+    if isinstance(signals, str):
+        return signals
+    extra.update(signals)
+    if ids and all(i is not None for i in ids):
+        extra["context_ids"] = tuple(str(i) for i in ids)
     return Interaction(
         str(ident),
         ts,
@@ -196,20 +217,61 @@ def _guardrail_fields(obj: dict) -> dict[str, Any] | str:
             if ids is None:
                 return f"with a bad {key} (a list of document ids)"
             out[key] = ids
-    parent = obj.get("regenerates")
-    if parent is not None:
-        if isinstance(parent, bool) or not isinstance(parent, str | int) or str(parent) == "":
+    if obj.get("regenerates") is not None:
+        parent = _parent(obj["regenerates"])
+        if parent is None:
             return "with a bad regenerates (the id of an earlier interaction)"
-        out["regenerates"] = str(parent)
+        out["regenerates"] = parent
+    return out
+
+
+def _parent(value: Any) -> str | None:
+    """An interaction id (a non-empty string or an integer), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
+        return None
+    return str(value)
+
+
+def _signal_fields(obj: dict) -> dict[str, Any] | str:
+    """The optional samples and feedback signals, or the reason one is broken."""
+    out: dict[str, Any] = {}
+    samples = obj.get("samples")
+    if samples is not None:
+        if not isinstance(samples, list) or not all(
+            s is None or isinstance(s, str) for s in samples
+        ):
+            return "with bad samples (a list of sampled answers: strings, or null for a failed one)"
+        out["samples"] = tuple(samples)
+    reason = obj.get("feedback_reason")
+    if reason is not None:
+        if not isinstance(reason, str) or not reason.strip():
+            return "with a bad feedback_reason (a category name)"
+        out["feedback_reason"] = reason.strip().lower()
+    copied = obj.get("copied")
+    if copied is not None:
+        if copied not in (True, False) or isinstance(copied, float):
+            return "with a bad copied (true/false, 1/0)"
+        out["copied"] = bool(copied)
+    if obj.get("dwell_ms") is not None:
+        dwell = _number(obj["dwell_ms"])
+        if dwell is None:
+            return "with a bad dwell_ms (a number >= 0)"
+        out["dwell_ms"] = dwell
+    if obj.get("follows") is not None:
+        parent = _parent(obj["follows"])
+        if parent is None:
+            return "with a bad follows (the id of an earlier interaction)"
+        out["follows"] = parent
     return out
 
 
 DUPLICATE = "with an id seen on an earlier line (the first kept)"
 OUT_OF_ORDER = "out of timestamp order (kept: each is windowed by its own timestamp)"
 UNKNOWN_PARENT = "regenerating an id no earlier line has (kept: counted as a regeneration)"
+UNKNOWN_FOLLOWED = "following up an id no earlier line has (kept: counted as a follow-up)"
 
 
-def _id_key(interaction_id: str) -> int:
+def id_key(interaction_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(interaction_id.encode(), digest_size=8).digest(), "big")
 
 
@@ -233,7 +295,7 @@ def interactions(path: Path, problems: Problems) -> Iterator[tuple[int, Interact
         if isinstance(got, str):
             problems.add(got, n)
             continue
-        key = _id_key(got.id)
+        key = id_key(got.id)
         if key in seen:
             problems.add(DUPLICATE, n)
             continue
@@ -241,6 +303,8 @@ def interactions(path: Path, problems: Problems) -> Iterator[tuple[int, Interact
         if got.ts < latest:
             problems.note(OUT_OF_ORDER, n)
         latest = max(latest, got.ts)
-        if got.regenerates is not None and _id_key(got.regenerates) not in seen:
+        if got.regenerates is not None and id_key(got.regenerates) not in seen:
             problems.note(UNKNOWN_PARENT, n)
+        if got.follows is not None and id_key(got.follows) not in seen:
+            problems.note(UNKNOWN_FOLLOWED, n)
         yield n, got

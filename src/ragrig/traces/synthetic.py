@@ -6,7 +6,11 @@ that document and two others as contexts, and answers with one of the document's
 faithful answer). From `incident_from` (a share of the time span) on, a third of the answers
 change a number or state a sentence of a document that is not in the context, a tenth refuse,
 and the questions turn to another topic (the documents that mention cells: query drift). A quarter of the
-interactions carry user feedback: 1 for a faithful answer, 0 otherwise.
+interactions carry user feedback: 1 for a faithful answer, 0 otherwise (a down thumb with a
+reason). The feedback signals follow the answer's faithfulness, as a team would hope to find:
+a faithful answer is copied more often (60% against 20%) and doubted by a follow-up ("Are you
+sure?") less often (3% against 30%); dwell time does not depend on it. A share of the lines
+(`samples_share`) logs two samples: a faithful answer's repeat it, an unfaithful one's do not.
 """
 
 from __future__ import annotations
@@ -47,9 +51,12 @@ def write_synthetic(
     seed: int = 13,
     incident_from: float = 0.75,
     max_docs: int = 2000,
+    samples_share: float = 0.1,
 ) -> Path:
     """Write `n` interactions over `hours` hours to `path` (JSONL); returns the path."""
     rng = random.Random(seed)
+    sig = random.Random(seed + 1)  # the signals' own draws: the rest of the log is unchanged
+    previous: tuple[str, bool] | None = None
     docs = _documents(corpus, max_docs)
     # the incident's questions are about another topic: the documents that mention cells
     topical = [d for d in docs if any(" cell" in x.lower() for x in d[1])]
@@ -95,6 +102,17 @@ def write_synthetic(
                 "latency_ms": round(200 + rng.random() * 600 + (400 if incident else 0), 1),
                 "feedback": feedback,
             }
+            if feedback == 0:
+                row["feedback_reason"] = ("wrong", "incomplete", "unclear")[sig.randrange(3)]
+            row["copied"] = sig.random() < (0.6 if faithful else 0.2)
+            row["dwell_ms"] = round(2000 + sig.random() * 20000)
+            if previous is not None and sig.random() < (0.03 if previous[1] else 0.3):
+                row["follows"] = previous[0]
+                row["question"] = "Are you sure? " + question
+            if sig.random() < samples_share:
+                other = sentences[sig.randrange(len(sentences))]
+                row["samples"] = [answer, answer] if faithful else [sentence, other]
+            previous = (row["id"], faithful)
             fh.write(json.dumps(row) + "\n")
     return Path(path)
 
