@@ -141,6 +141,27 @@ def test_relevance_and_correctness_are_the_scorecards_parts_renormalised_and_nam
     assert axes._semantic([_x(4, q, [], "x")]) == [0.0]  # nothing retrieved: 0, as offline
 
 
+def test_axes_from_params_read_samples_through_the_judges_verifier(monkeypatch):
+    """The command's own wiring: the consistency settings' verifier reads the sample pairs."""
+    from pathlib import Path
+
+    import ragrig.judge.confirm as confirm
+
+    class _Verifier:
+        def readings(self, pairs):
+            return _agree(pairs)
+
+    loaded = []
+    monkeypatch.setattr(confirm, "shared_verifier", lambda *a: loaded.append(a) or _Verifier())
+    axes = OnlineAxes.from_params(Path(__file__).parents[2] / "params.yaml", semantic=False)
+    ctx = [{"id": "d1", "text": "Mars has two moons."}]
+    x = _x(1, "How many moons?", ctx, "Mars has two moons.", samples=["Mars has 2.", "Two."])
+    (got,) = axes.score([x], [False])
+    assert got.correctness_parts["self_consistency"] == 0.5 and len(loaded) == 1
+    assert axes.score([_x(2, "q", ctx, "Mars.")], [False])[0].correctness is not None
+    assert len(loaded) == 1  # no samples: the verifier is not read again
+
+
 def test_each_signal_per_window_and_against_the_axes_with_its_interval():
     cfg = SignalsConfig(min_pairs=4)
     signals, window = Signals(cfg), WindowSignals()

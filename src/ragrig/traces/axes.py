@@ -84,7 +84,7 @@ class OnlineAxes:
             {k: float(v) for k, v in rcfg.correctness_surrogate_weights.items()},
             (sim.irrelevant, sim.relevant),
             _LazyEmbedders(params) if semantic else None,
-            LazyVerifier(ccfg),
+            LazyVerifier(ccfg).readings,
             ccfg.threshold,
         )
 
