@@ -644,7 +644,9 @@ def test_guardrails_benchmark_reads_every_guardrail_on_the_injected_day(smoke):
     r = _ok(smoke, "guardrails")
     assert r["config"]["lines"] == 24 * 200 and r["lines"] == 4800
     per = r["per_guardrail"]
-    assert set(per) == {"faithfulness", "latency", "filter_false_exclusion", "regeneration", "cost"}
+    assert set(per) == {"faithfulness", "latency", "filter_false_exclusion", "regeneration", "cost",
+                        "relevance", "correctness"}  # fmt: skip
+    assert per["relevance"]["expected_hours"] == []  # no fault of its own
     # latency, cost and the filter read every line: each fault alerts in its hours
     for g in ("latency", "cost", "filter_false_exclusion"):
         assert per[g]["missed_hours"] == [] and per[g]["alerted_hours"] == per[g]["expected_hours"]

@@ -43,6 +43,13 @@ def _documents(corpus: Path, limit: int) -> list[tuple[str, list[str]]]:
     return docs
 
 
+def _passage(sentences: list[str], around: str | None) -> str:
+    """A chunk of three sentences of a document: the one `around` and its neighbours, or the
+    document's first three (a retrieved passage, not the whole document)."""
+    i = sentences.index(around) if around is not None else 1
+    return " ".join(sentences[max(0, i - 1) : i + 2])
+
+
 def write_synthetic(
     path: Path,
     corpus: Path,
@@ -136,7 +143,9 @@ def write_incident_day(
     regression in one locale (its contexts no longer hold the answer's document), a latency
     spike, a cost spike and a metadata filter that starts removing one locale's gold documents.
 
-    Clean traffic: four locales, equally likely; retrieve 20-60 ms, generate 300-900 ms (total
+    Clean traffic: four locales, equally likely; the question is the six longest words of the
+    answer's sentence, the contexts three-sentence passages (the answer's sentence and its
+    neighbours first, then a passage of each of two other documents); retrieve 20-60 ms, generate 300-900 ms (total
     latency their sum plus 20 ms); cost 0.0015-0.0025 USD; a fifth of the interactions reviewed
     (gold: the answer's document), the filter removing two other documents (one in a hundred
     times the gold one too); 3% regenerate the interaction before them (in its locale), 30%
@@ -154,6 +163,7 @@ def write_incident_day(
             doc_id, sentences = docs[rng.randrange(len(docs))]
             sentence = sentences[rng.randrange(len(sentences))]
             words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
+            longest = set(sorted(range(len(words)), key=lambda j: -len(words[j]))[:6])
             others = [
                 d for d in (docs[rng.randrange(len(docs))] for _ in range(3)) if d[0] != doc_id
             ]
@@ -171,9 +181,12 @@ def write_incident_day(
                 "timestamp": (START + timedelta(seconds=3600 * i / per_hour)).strftime(
                     "%Y-%m-%dT%H:%M:%S.%fZ"
                 ),
-                # the document's own words: its contexts answer it (keyword relevance ~1)
-                "question": " ".join(words[:6]) + "?",
-                "contexts": [{"id": d, "text": " ".join(s)} for d, s in shown],
+                # the sentence's own longest words: its passage answers it
+                "question": " ".join(w for j, w in enumerate(words) if j in longest) + "?",
+                "contexts": [
+                    {"id": d, "text": _passage(s, sentence if d == doc_id else None)}
+                    for d, s in shown
+                ],
                 "answer": sentence,
                 "latency_ms": round(retrieve + generate + 20, 1),
                 "stage_latency_ms": {
