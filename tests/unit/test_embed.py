@@ -326,3 +326,29 @@ def test_done_reports_every_text_and_leaves_the_vectors_unchanged(vectors, name)
     got = make_embedder(_cfg(name)).encode(_texts(), done=counted.append)
     assert sum(counted) == len(_texts()) and all(n > 0 for n in counted)
     assert got.tobytes() == vectors[name].tobytes()
+
+
+def test_the_light_embedder_gives_sentence_transformers_vectors_and_declines_other_shapes(
+    tmp_path,
+):
+    """`ragrig traces`' embedder without sentence-transformers: the same vectors as the full
+    one on the fixture (long texts truncated, a prefix, a text with outer spaces), and None
+    where it cannot be the same model."""
+    from ragrig.embed import make_embedder
+    from ragrig.embed.light import light_embedder
+
+    texts = _texts() + ["  padded text with spaces  ", "word " * 400]
+    light = light_embedder(_cfg("minilm", precision="fp32", batch_size=4))
+    full = make_embedder(_cfg("minilm", precision="fp32", batch_size=4))
+    got, want = light.encode(texts), full.encode(texts)
+    assert got.shape == want.shape == (22, 384) and got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-5
+    q = light.with_prefix("query: ").encode(texts[:3])
+    np.testing.assert_allclose(q, full.with_prefix("query: ").encode(texts[:3]), atol=1e-5)
+    assert light_embedder(_cfg("minilm_int8")) is None  # another method
+    assert light_embedder(_cfg("minilm", precision="int8")) is None
+    # bf16: the same autocast as the full embedder's
+    light = light_embedder(_cfg("minilm", precision="bf16", batch_size=4))
+    full = make_embedder(_cfg("minilm", precision="bf16", batch_size=4))
+    assert np.abs(light.encode(texts) - full.encode(texts)).max() < 1e-5
+    assert light_embedder(_cfg("minilm", model=str(tmp_path))) is None  # not packaged

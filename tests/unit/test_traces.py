@@ -168,6 +168,17 @@ def test_the_command_writes_its_files_logs_a_run_per_window_and_exits_on_an_aler
     assert table["relevance_parts"].tolist() == ["semantic 40/40, keyword 40/40"] * 2
     assert "relevance: semantic 80/80, keyword 80/80; not online: llm" in proc.stdout
     assert (tmp_path / "out" / "windows.png").stat().st_size > 10_000
+    # the review queue: every thumbs-down (window 2's wrong year), with the judge's reading
+    lines = (tmp_path / "out" / "review_queue.jsonl").read_text().splitlines()
+    queue = [json.loads(x) for x in lines]
+    downs = [q for q in queue if "thumbs_down" in q["reasons"]]
+    assert [q["id"] for q in downs] == [f"x{100 + i}" for i in range(40)]
+    assert {q["judge"]["judged_faithful"] for q in downs} == {0.0}
+    summary = json.loads((tmp_path / "out" / "traces.json").read_text())["review_queue"]
+    assert (summary["items"], summary["by_split"]) == (40, {"release": 40, "monitoring": 0})
+    assert "review queue: 40 interactions (thumbs_down 40; 40 release, 0 monitoring)" in (
+        proc.stdout
+    )
 
     from mlflow.tracking import MlflowClient
 

@@ -302,6 +302,10 @@ def cmd_label(args: argparse.Namespace) -> int:
 
     if args.from_mlflow:
         return _labels_from_mlflow(args)
+    if args.queue:
+        from ragrig.cli.review import label_queue
+
+        return label_queue(args)
     out = Path(args.out)
     try:
         m = export_sample(Path(args.data), out, args.n, args.seed)
@@ -440,6 +444,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--run-id", default=None, help="with --from-mlflow (default: the latest run)")
     pl.add_argument("--labels-out", default="labels/faithfulness.jsonl", help="with --from-mlflow")
     pl.add_argument("--params", default="params.yaml", help="with --from-mlflow: the store")
+    pl.add_argument(
+        "--queue",
+        default=None,
+        help="instead: the review page of `ragrig traces`' review queue "
+        "(reports/traces/review_queue.jsonl; written to reports/review unless --out)",
+    )
     pl.set_defaults(func=cmd_label)
     pw = sub.add_parser(
         "sweep-page", help="render a sweep's rows.json as one HTML page comparing every point"

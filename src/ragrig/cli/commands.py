@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare, estimate, log."""
+ingest-fidelity, remote, warm, prepare, estimate, log, golden."""
 
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ def add_parsers(sub: Any) -> None:
     add_prepare(sub)
     add_estimate(sub)
     from ragrig.cli.log import add_parser as add_log
+    from ragrig.cli.review import add_parser as add_golden
 
     add_log(sub)
+    add_golden(sub)
 
 
 def add_train_verifier(sub: Any) -> None:

@@ -183,13 +183,14 @@ class Verifier:
         quantize: str = "none",
     ):
         import torch
-        from sentence_transformers.cross_encoder import CrossEncoder
 
         torch.set_num_threads(threads)
         if path is None or str(path) == SHIPPED:
             self.path = shipped_path()
             self.model = _ShippedCrossEncoder(self.path, max_length)
         else:
+            from sentence_transformers.cross_encoder import CrossEncoder
+
             self.path = locate(path)
             try:
                 self.model = CrossEncoder(str(self.path), max_length=max_length, device="cpu")

@@ -66,6 +66,7 @@ class OnlineAxes:
         self.embedders = embedders  # (questions, passages): one model, two prefixes
         self.readings = readings  # the verifier's (claim, evidence) readings, for samples
         self.threshold = threshold
+        self.passages = PassageVectors()
 
     @classmethod
     def from_params(cls, params: Path, semantic: bool = True) -> OnlineAxes:
@@ -126,12 +127,8 @@ class OnlineAxes:
         if self.embedders is None or self.relevance_weights.get("semantic", 0) <= 0:
             return [None] * len(batch)
         questions, passages = self.embedders.pair()
-        texts = [c for x in batch for c in x.contexts]
-        qv = np.asarray(questions.encode([x.question for x in batch]), dtype=np.float64)
-        pv = np.asarray(passages.encode(texts), dtype=np.float64) if texts else np.zeros((0, 1))
-        qv /= np.maximum(np.linalg.norm(qv, axis=1, keepdims=True), 1e-12)
-        if len(pv):
-            pv /= np.maximum(np.linalg.norm(pv, axis=1, keepdims=True), 1e-12)
+        qv = _unit(np.asarray(questions.encode([x.question for x in batch]), dtype=np.float64))
+        pv = self.passages.vectors(passages, [c for x in batch for c in x.contexts])
         out: list[float | None] = []
         start = 0
         lo, hi = self.similarity
@@ -161,6 +158,52 @@ class OnlineAxes:
         return out
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+class PassageVectors:
+    """Unit vectors of passages by their text, the least recently used dropped past `size`:
+    services retrieve the same passages again and again, and a passage embeds to the same
+    vector every time, so each distinct text is embedded once while it stays in the cache."""
+
+    def __init__(self, size: int = 20000):
+        from collections import OrderedDict
+
+        self.size = size
+        self.cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        import hashlib
+
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+    def vectors(self, embedder: Any, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 1))
+        keys = [self._key(t) for t in texts]
+        missing: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k in self.cache:
+                self.cache.move_to_end(k)
+            elif k not in missing:
+                missing[k] = t
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        got = {}
+        if missing:
+            new = _unit(np.asarray(embedder.encode(list(missing.values())), dtype=np.float64))
+            # kept as float32, and read as kept: a cached text scores as a fresh one
+            got = dict(zip(missing, new.astype(np.float32), strict=True))
+        rows = [got[k] if k in got else self.cache[k] for k in keys]
+        self.cache.update(got)
+        while len(self.cache) > self.size:
+            self.cache.popitem(last=False)
+        return np.asarray(rows, dtype=np.float64)
+
+
 class _LazyEmbedders:
     """The embed section's model for questions and passages, loaded on the first batch."""
 
@@ -172,9 +215,11 @@ class _LazyEmbedders:
         if self._pair is None:
             from ragrig.core.config import load_section
             from ragrig.embed import make_embedder
+            from ragrig.embed.light import light_embedder
 
             cfg = load_section("embed", self.params)
-            passages = make_embedder(cfg, role="passage")
+            # the same model without sentence-transformers' imports where it can be (~300 MB)
+            passages = light_embedder(cfg, role="passage") or make_embedder(cfg, role="passage")
             self._pair = passages.with_prefix(cfg.query_prefix), passages
         return self._pair
 

@@ -24,8 +24,10 @@ def load_config(path: Path | None) -> TracesConfig:
 def query_embedder(params: Path) -> Any:
     from ragrig.core.config import load_section
     from ragrig.embed import make_embedder
+    from ragrig.embed.light import light_embedder
 
-    return make_embedder(load_section("embed", params), role="query")
+    cfg = load_section("embed", params)
+    return light_embedder(cfg, role="query") or make_embedder(cfg, role="query")
 
 
 def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) -> list[Path]:
@@ -33,10 +35,12 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
     from ragrig.traces.guardrails import junit
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "windows.csv", out / "drift.csv", out / "signals.csv", out / "traces.json"]
+    paths = [out / "windows.csv", out / "drift.csv", out / "signals.csv"]
     result.windows.to_csv(paths[0], index=False, float_format="%.6f")
     result.drift.to_csv(paths[1], index=False, float_format="%.6g")
     result.signals.to_csv(paths[2], index=False, float_format="%.6f")
+    if result.queue is not None:
+        paths.append(result.queue.write(out / "review_queue.jsonl"))
     summary = {
         "file": str(source),
         "lines": result.lines,
@@ -48,9 +52,11 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
         "guardrails": [c.record() for c in result.checks],
         "methods": result.methods,
         "signals": json.loads(result.signals.to_json(orient="records")),
+        "review_queue": result.queue.summary() if result.queue is not None else None,
         "config": cfg.model_dump(),
     }
-    atomic_write_text(paths[3], json.dumps(summary, indent=2) + "\n")
+    paths.append(out / "traces.json")
+    atomic_write_text(paths[-1], json.dumps(summary, indent=2) + "\n")
     # for a scheduler or CI: one test case per window and guardrail, an alert a failure
     paths.append(out / "guardrails.junit.xml")
     atomic_write_text(paths[-1], junit(result.checks))
@@ -152,6 +158,14 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
             f"{axis}: {methods[axis] or 'no part had a value'}; not online: {methods['not online'][axis]}"
         )
     out += signal_lines(result)
+    if result.queue is not None:
+        q = result.queue.summary()
+        reasons = ", ".join(f"{r} {n}" for r, n in q["by_reason"].items() if n)
+        out.append(
+            f"review queue: {q['items']} interactions ({reasons or 'none'}; "
+            f"{q['by_split']['release']} release, {q['by_split']['monitoring']} monitoring): "
+            "ragrig label --queue review_queue.jsonl"
+        )
     drifted = [r for r in result.drift.to_dict("records") if r["drift"]]
     if len(result.drift):
         out.append("")

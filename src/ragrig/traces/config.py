@@ -104,6 +104,39 @@ class SignalsConfig(Section):
         return patterns
 
 
+class QueueConfig(Section):
+    """The review queue (ragrig.traces.queue): what is routed to people, and how much."""
+
+    confidence_margin: float | None = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="a judged answer whose faithfulness score lies within this of the decision "
+        "threshold (or that the judge left undecided) is queued as low confidence; null: none",
+    )
+    min_consistency: float | None = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="a judged answer whose self-consistency (logged samples) is below it is "
+        "queued; null: none",
+    )
+    thumbs_down: bool = Field(
+        True, description="every thumbs-down in the log is queued, sampled for the judge or not"
+    )
+    random_rate: float = Field(
+        0.002,
+        ge=0,
+        le=1,
+        description="the blind sample: interactions queued by a hash of their id (its own seed), "
+        "whatever the judge said; reviewed, they are monitoring data, never release data",
+    )
+    seed: Seed = 29
+    max_per_reason: int = Field(
+        500, ge=1, le=1000000, description="items kept per reason (the smallest id hashes)"
+    )
+
+
 class TracesConfig(Section):
     sample_rate: float = Field(
         0.05, gt=0, le=1, description="share of interactions judged, by a hash of their id"
@@ -123,6 +156,7 @@ class TracesConfig(Section):
     drift: DriftConfig = DriftConfig()
     guardrails: GuardrailsConfig = GuardrailsConfig()
     signals: SignalsConfig = SignalsConfig()
+    queue: QueueConfig = QueueConfig()
     semantic_relevance: bool = Field(
         True,
         description="relevance's semantic part: question and contexts embedded by the embed "

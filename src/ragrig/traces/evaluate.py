@@ -18,6 +18,10 @@ the scorecard computes them offline, each with the parts that produced it:
   (ragrig.traces.signals measures how each signal tracks the axes);
 * refusal rate, answer length (words), latency p50/p95.
 
+Beside the windows, the review queue (ragrig.traces.queue): low-confidence and low-consistency
+judged answers, every thumbs-down and a blind sample, for people to review (`ragrig label
+--queue`).
+
 Each axis has a bootstrap interval (report-wide seed and resamples); a window with at least
 `min_per_window` values of an axis whose lower bound is below the floor is an alert naming the
 slices below the floor. The other guardrails (latency, filter false exclusions, regenerations,
@@ -46,6 +50,7 @@ from ragrig.traces.axes import (
     Scored,
 )
 from ragrig.traces.guardrails import Check, Traffic, check_window, reference_band, slices_below
+from ragrig.traces.queue import ReviewQueue
 from ragrig.traces.read import Interaction, Problems, interactions, sample_key
 from ragrig.traces.signals import Signals, WindowSignals
 
@@ -160,6 +165,7 @@ class Result:
     checks: list[Check] = field(default_factory=list)
     signals: pd.DataFrame = field(default_factory=pd.DataFrame)
     methods: dict[str, Any] = field(default_factory=dict)  # what produced each axis
+    queue: ReviewQueue | None = None  # what people should review (ragrig.traces.queue)
 
 
 def evaluate(
@@ -181,6 +187,7 @@ def evaluate(
     pending: list[tuple[Interaction, float]] = []
     lines = 0
     signals = Signals(cfg.signals)
+    queue = ReviewQueue(cfg.queue, judging.threshold)
 
     def flush() -> None:
         if not pending:
@@ -190,7 +197,9 @@ def evaluate(
         scored = judging.axes.score(batch, [j.get("answer_kind") == "refusal" for j in judged])
         for (x, key), j, sc in zip(pending, judged, scored, strict=True):
             w = windows[x.ts // width * width]
-            signals.judged(x, absorb(w, x, key, j, sc, cfg, judging.reads, judging.veto))
+            values = absorb(w, x, key, j, sc, cfg, judging.reads, judging.veto)
+            signals.judged(x, values)
+            queue.judged(x, j, sc.correctness_parts, values)
         pending.clear()
 
     with bar("traces", None, "lines", on=progress) as b:
@@ -203,6 +212,7 @@ def evaluate(
             w.lines += 1
             w.observe(x, signals.doubt)
             signals.line(x)
+            queue.line(x)
             b.update(1)
             key = sample_key(x.id, cfg.seed)
             if key >= cfg.sample_rate:
@@ -226,6 +236,7 @@ def evaluate(
         checks,
         signals.table(cfg.level),
         methods(ordered, judging),
+        queue,
     )
 
 

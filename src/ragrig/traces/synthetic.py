@@ -1,9 +1,9 @@
 """A synthetic interaction log for trying and measuring `ragrig traces` (benchmarks/bench_traces.py),
 built from a BEIR corpus, deterministic from its arguments.
 
-Each interaction asks about one document (its question made of that document's words), is given
-that document and two others as contexts, and answers with one of the document's sentences (a
-faithful answer). From `incident_from` (a share of the time span) on, a third of the answers
+Each interaction asks about one sentence of a document (its six longest words), is given a
+three-sentence passage around it and a passage of each of two other documents as contexts, and
+answers with that sentence (a faithful answer). From `incident_from` (a share of the time span) on, a third of the answers
 change a number or state a sentence of a document that is not in the context, a tenth refuse,
 and the questions turn to another topic (the documents that mention cells: query drift). A quarter of the
 interactions carry user feedback: 1 for a faithful answer, 0 otherwise (a down thumb with a
@@ -50,6 +50,14 @@ def _passage(sentences: list[str], around: str | None) -> str:
     return " ".join(sentences[max(0, i - 1) : i + 2])
 
 
+def _question(sentence: str) -> str:
+    """The sentence's six longest words (of more than three letters), in its order: a question
+    its passage answers."""
+    words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
+    longest = set(sorted(range(len(words)), key=lambda j: -len(words[j]))[:6])
+    return " ".join(w for j, w in enumerate(words) if j in longest) + "?"
+
+
 def write_synthetic(
     path: Path,
     corpus: Path,
@@ -79,8 +87,7 @@ def write_synthetic(
             doc_id, sentences = pool[rng.randrange(len(pool))]
             others = [docs[rng.randrange(len(docs))] for _ in range(2)]
             sentence = sentences[rng.randrange(len(sentences))]
-            words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
-            question = "What about " + " ".join(words[:6]) + "?"
+            question = _question(sentence)
             roll = rng.random()
             faithful = True
             answer = sentence
@@ -96,8 +103,8 @@ def write_synthetic(
             feedback = None
             if rng.random() < 0.25:
                 feedback = int(faithful) if rng.random() > 0.05 else int(not faithful)
-            contexts = [{"id": doc_id, "text": " ".join(sentences)}] + [
-                {"id": d, "text": " ".join(s)} for d, s in others
+            contexts = [{"id": doc_id, "text": _passage(sentences, sentence)}] + [
+                {"id": d, "text": _passage(s, None)} for d, s in others
             ]
             when = START + timedelta(seconds=offset)
             row = {
@@ -162,8 +169,6 @@ def write_incident_day(
             locale = previous[2] if regenerates else LOCALES[rng.randrange(len(LOCALES))]
             doc_id, sentences = docs[rng.randrange(len(docs))]
             sentence = sentences[rng.randrange(len(sentences))]
-            words = [w.strip(".,;:()") for w in sentence.split() if len(w) > 3]
-            longest = set(sorted(range(len(words)), key=lambda j: -len(words[j]))[:6])
             others = [
                 d for d in (docs[rng.randrange(len(docs))] for _ in range(3)) if d[0] != doc_id
             ]
@@ -182,7 +187,7 @@ def write_incident_day(
                     "%Y-%m-%dT%H:%M:%S.%fZ"
                 ),
                 # the sentence's own longest words: its passage answers it
-                "question": " ".join(w for j, w in enumerate(words) if j in longest) + "?",
+                "question": _question(sentence),
                 "contexts": [
                     {"id": d, "text": _passage(s, sentence if d == doc_id else None)}
                     for d, s in shown
