@@ -256,6 +256,7 @@ SMOKE_ARGS = {
         "0.1",
         "--workdir",
         "{tmp}/traces",
+        "--glibc-heap-too",
     ],  # fmt: skip
     # on the AVX2 path of whatever CPU runs it: the caps, their check and fp32 `auto` once each
     "suite": [

@@ -14,7 +14,7 @@ import pytest
 
 from ragrig.metrics import correctness as corr
 from ragrig.traces.config import TracesConfig
-from ragrig.traces.drift import length_test, mmd_test, refusal_test
+from ragrig.traces.drift import length_test, mmd_test, refusal_test, slice_test
 from ragrig.traces.evaluate import Judging, evaluate
 from ragrig.traces.read import Problems, interactions, sample_key
 
@@ -86,6 +86,19 @@ def test_the_drift_tests_find_a_shift_and_not_noise():
     assert refusal_test(1, 100, 20, 100) < 0.001 and refusal_test(2, 100, 3, 100) > 0.5
     with pytest.raises(ValueError, match="two vectors per sample"):
         mmd_test(a[:1], b, 10, seed=1)
+    # the slice mix: chi-square per key, Bonferroni over keys, the largest shift named
+    from scipy.stats import chi2_contingency
+
+    ref = {("locale", "de"): 50, ("locale", "en"): 50, ("intent", "faq"): 100}
+    moved = {("locale", "de"): 20, ("locale", "en"): 80, ("intent", "faq"): 100}
+    p, shift = slice_test(ref, moved)
+    assert p == pytest.approx(chi2_contingency([[50, 50], [20, 80]])[1])  # one key tested
+    assert shift == "locale=de 0.50->0.20"
+    ref2 = {**ref, ("intent", "how-to"): 100}
+    p2, _ = slice_test(ref2, {**moved, ("intent", "how-to"): 100})
+    assert p2 == pytest.approx(2 * p)  # two keys: Bonferroni
+    assert slice_test(ref, ref)[0] == pytest.approx(1.0)
+    assert slice_test({("intent", "faq"): 3}, {("intent", "faq"): 4}) == (None, "")
 
 
 @pytest.fixture(scope="module")

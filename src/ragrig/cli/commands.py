@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare, estimate, log, golden."""
+ingest-fidelity, remote, warm, prepare, estimate, log, golden, neighbours."""
 
 from __future__ import annotations
 
@@ -40,9 +40,11 @@ def add_parsers(sub: Any) -> None:
     add_estimate(sub)
     from ragrig.cli.log import add_parser as add_log
     from ragrig.cli.review import add_parser as add_golden
+    from ragrig.tools.neighbours import add_parser as add_neighbours
 
     add_log(sub)
     add_golden(sub)
+    add_neighbours(sub)
 
 
 def add_train_verifier(sub: Any) -> None:

@@ -108,7 +108,7 @@ def log_windows(result: Result, cfg: TracesConfig, params: Path, source: Path, c
             for k, v in row.items()
             if isinstance(v, int | float) and not isinstance(v, bool) and v == v
         }
-        for k in ("query_mmd2", "query_p", "answer_length_p", "refusal_p"):
+        for k in ("query_mmd2", "query_p", "slice_p", "answer_length_p", "refusal_p"):
             v = drift.get(row["window"], {}).get(k)
             if v is not None and v == v:
                 metrics[f"drift/{k}"] = v
@@ -174,8 +174,9 @@ def summary_lines(result: Result, cfg: TracesConfig, source: Path) -> list[str]:
             f"{len(drifted)} of {len(result.drift)} windows (p < {cfg.drift.alpha:g})"
         )
         out += [
-            f"  {r['window']}: {r['drift']} (query p {fmt(r['query_p'])}, answer length p "
-            f"{fmt(r['answer_length_p'])}, refusals p {fmt(r['refusal_p'])})"
+            f"  {r['window']}: {r['drift']} (query p {fmt(r['query_p'])}, slice p "
+            f"{fmt(r['slice_p'])}{' ' + r['slice_shift'] if r['slice_shift'] else ''}, "
+            f"answer length p {fmt(r['answer_length_p'])}, refusals p {fmt(r['refusal_p'])})"
             for r in drifted
         ]
     counts = {}
@@ -221,6 +222,10 @@ def cmd_traces(args: argparse.Namespace) -> int:
             cfg = cfg.model_copy(update={"sample_rate": args.sample_rate})
         if not source.is_file():
             raise RagrigError(f"file not found: {source}")
+        if cfg.bound_heap:
+            from ragrig.runtime.malloc import bound_heap
+
+            bound_heap()
         judging = Judging.from_params(Path(args.params), cfg.semantic_relevance)
         embedder = None
         if cfg.drift.queries:  # the relevance's question embedder when it has one: one model

@@ -162,6 +162,11 @@ class TracesConfig(Section):
         description="relevance's semantic part: question and contexts embedded by the embed "
         "section's model (false: keyword and context parts only, no model loaded)",
     )
+    bound_heap: bool = Field(
+        True,
+        description="fix glibc's mmap threshold at 1 MiB (ragrig.runtime.malloc): resident memory "
+        "stays near what is used over a long log, at some speed",
+    )
     mlflow: bool = Field(True, description="one MLflow run per window, with its traces")
     max_traces_per_window: int = Field(
         100, ge=0, le=100000, description="judged interactions logged as MLflow traces"

@@ -8,6 +8,11 @@ embeddings), its answers' length and its refusal rate.
   observed one, counted with the observed as (1 + hits) / (1 + permutations).
 * Answer length (words): the Mann-Whitney U test's two-sided p-value (scipy).
 * Refusal rate: Fisher's exact test on the 2x2 table of refusals and answers (scipy).
+* Slice mix (query drift by intent, locale or any slice the log carries, on every line): per
+  slice key, the chi-square test of the 2 x K table of the two windows' counts per value
+  (scipy), Bonferroni-corrected over the keys; the shift named is the value whose share moved
+  most. It reads counts, not coordinates: it cannot mislead the way an embedding distance can
+  when the model changes.
 """
 
 from __future__ import annotations
@@ -73,3 +78,28 @@ def refusal_test(ref_refused: int, ref_n: int, win_refused: int, win_n: int) -> 
         return None
     table = [[ref_refused, ref_n - ref_refused], [win_refused, win_n - win_refused]]
     return float(fisher_exact(table).pvalue)
+
+
+def slice_test(
+    reference: dict[tuple[str, str], int], window: dict[tuple[str, str], int]
+) -> tuple[float | None, str]:
+    """(Bonferroni-corrected p-value, the largest shift as "key=value 0.25->0.40") of two
+    windows' line counts per (slice key, value); (None, "") when no key has two values."""
+    from scipy.stats import chi2_contingency
+
+    keys = sorted({k for k, _ in reference} | {k for k, _ in window})
+    tests: list[tuple[float, str]] = []
+    for key in keys:
+        values = sorted({v for k, v in reference if k == key} | {v for k, v in window if k == key})
+        a = np.asarray([reference.get((key, v), 0) for v in values], dtype=float)
+        b = np.asarray([window.get((key, v), 0) for v in values], dtype=float)
+        if len(values) < 2 or not a.sum() or not b.sum():
+            continue
+        p = float(chi2_contingency(np.vstack([a, b]))[1])
+        shares_a, shares_b = a / a.sum(), b / b.sum()
+        i = int(np.argmax(np.round(np.abs(shares_b - shares_a), 9)))  # ties: the first value
+        tests.append((p, f"{key}={values[i]} {shares_a[i]:.2f}->{shares_b[i]:.2f}"))
+    if not tests:
+        return None, ""
+    p, shift = min(tests)
+    return min(1.0, p * len(tests)), shift

@@ -394,11 +394,11 @@ def summarise(windows: list[Window], cfg: Any) -> tuple[pd.DataFrame, list[str],
 
 def drift_table(windows: list[Window], cfg: Any, embedder: Any | None) -> pd.DataFrame:
     """Each window against the reference (the first with `min_per_window` judged)."""
-    from ragrig.traces.drift import length_test, mmd_test, refusal_test
+    from ragrig.traces.drift import length_test, mmd_test, refusal_test, slice_test
 
     ref = next((w for w in windows if w.judged >= cfg.min_per_window), None)
-    cols = ["window", "reference", "query_mmd2", "query_p", "answer_length_p", "refusal_p",
-            "drift"]  # fmt: skip
+    cols = ["window", "reference", "query_mmd2", "query_p", "slice_p", "slice_shift",
+            "answer_length_p", "refusal_p", "drift"]  # fmt: skip
     if ref is None:
         return pd.DataFrame(columns=cols)
 
@@ -416,19 +416,25 @@ def drift_table(windows: list[Window], cfg: Any, embedder: Any | None) -> pd.Dat
             mmd, p_query = mmd_test(ref_vec, vectors(w), cfg.drift.permutations, cfg.seed)
         p_len = length_test(ref.lengths, w.lengths)
         p_ref = refusal_test(ref.refused, ref.judged, w.refused, w.judged)
-        ps = [p for p in (p_query, p_len, p_ref) if p is not None]
+        p_slice, shift = slice_test(
+            {k: t.n for k, t in ref.slices.items()}, {k: t.n for k, t in w.slices.items()}
+        )
+        ps = [p for p in (p_query, p_slice, p_len, p_ref) if p is not None]
         rows.append(
             {
                 "window": iso(w.start),
                 "reference": iso(ref.start),
                 "query_mmd2": mmd,
                 "query_p": p_query,
+                "slice_p": p_slice,
+                "slice_shift": shift,
                 "answer_length_p": p_len,
                 "refusal_p": p_ref,
                 "drift": ", ".join(
                     name
                     for name, p in (
                         ("queries", p_query),
+                        ("slices", p_slice),
                         ("answer length", p_len),
                         ("refusals", p_ref),
                     )  # fmt: skip
