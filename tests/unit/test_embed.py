@@ -335,7 +335,7 @@ def test_the_light_embedder_gives_sentence_transformers_vectors_and_declines_oth
     one on the fixture (long texts truncated, a prefix, a text with outer spaces), and None
     where it cannot be the same model."""
     from ragrig.embed import make_embedder
-    from ragrig.embed.light import light_embedder
+    from ragrig.traces.embedder import light_embedder
 
     texts = _texts() + ["  padded text with spaces  ", "word " * 400]
     light = light_embedder(_cfg("minilm", precision="fp32", batch_size=4))

@@ -215,7 +215,7 @@ class _LazyEmbedders:
         if self._pair is None:
             from ragrig.core.config import load_section
             from ragrig.embed import make_embedder
-            from ragrig.embed.light import light_embedder
+            from ragrig.traces.embedder import light_embedder
 
             cfg = load_section("embed", self.params)
             # the same model without sentence-transformers' imports where it can be (~300 MB)

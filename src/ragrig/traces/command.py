@@ -24,7 +24,7 @@ def load_config(path: Path | None) -> TracesConfig:
 def query_embedder(params: Path) -> Any:
     from ragrig.core.config import load_section
     from ragrig.embed import make_embedder
-    from ragrig.embed.light import light_embedder
+    from ragrig.traces.embedder import light_embedder
 
     cfg = load_section("embed", params)
     return light_embedder(cfg, role="query") or make_embedder(cfg, role="query")
