@@ -180,6 +180,8 @@ def test_build_report_end_to_end_values():
     assert m["lanes"]["dense"]["rr"] == pytest.approx(0.75)
     assert m["rerank"]["delta_rr"] == pytest.approx(0.25)
     assert m["retrieval"]["recall@10"] == pytest.approx(0.75)
+    # unjudged in the reranked top 10: q1's d2 and q2's d9, one of two documents each
+    assert m["judgments"] == {"unjudged@10": 0.5}
     assert m["judge"] == {
         "faithfulness": 0.5,
         "n_scored": 1,
@@ -253,3 +255,15 @@ def test_console_summary_orders_buckets_naturally_and_shows_counts():
         "faithfulness (composite): 0.5000 over 1 scored answers; 1 answers with no checkable claim"
         in text
     )
+
+
+def test_unjudged_at_k_is_the_share_of_the_top_k_nobody_judged():
+    """METRICS.md's example: the true set is {a, b}, the labels hold only {a}; a ranking b, a, c
+    has recall 1.0 by the labels while half of its top 2 was never judged."""
+    from ragrig.metrics.ir import unjudged_at_k
+
+    qrels = {"q": {"a": 1}, "z": {"a": 0}, "e": {"a": 1}}  # z: no positive; e: empty ranking
+    t = unjudged_at_k({"q": ["b", "a", "c"], "z": ["b"], "e": []}, qrels, [1, 2, 10])
+    got = {(r.qid, r.measure): r.value for r in t.itertuples()}
+    assert got == {("q", "unjudged@1"): 1.0, ("q", "unjudged@2"): 0.5,
+                   ("q", "unjudged@10"): pytest.approx(2 / 3)}  # fmt: skip

@@ -68,6 +68,25 @@ def per_query(rankings: Rankings, qrels: Qrels, measures: Sequence[str]) -> pd.D
     return pd.DataFrame(rows, columns=["qid", "measure", "value"])
 
 
+def unjudged_at_k(rankings: Rankings, qrels: Qrels, k_values: Iterable[int]) -> pd.DataFrame:
+    """Long table (qid, measure, value) of `unjudged@k`: the share of each answerable query's
+    top-k retrieved documents that have no judgment at all for it (no qrels row, of any grade).
+    Recall@k and nDCG count such a document as not relevant, which it may well be: labels are
+    incomplete (METRICS.md: true set {a, b}, labels only {a}). The share is over the documents
+    retrieved (min(k, ranking length)); a query with an empty ranking has none to share and no
+    row (its missing run is counted elsewhere), so no NaN enters a mean."""
+    rows = []
+    for q in answerable(qrels):
+        ranking = rankings.get(q) or []
+        judged = qrels[q]
+        for k in k_values:
+            top = ranking[:k]
+            if top:
+                value = sum(d not in judged for d in top) / len(top)
+                rows.append({"qid": q, "measure": f"unjudged@{k}", "value": value})
+    return pd.DataFrame(rows, columns=["qid", "measure", "value"])
+
+
 def mean_measures(rankings: Rankings, qrels: Qrels, measures: Sequence[str]) -> dict[str, float]:
     """Mean of each measure over the answerable queries."""
     table = per_query(rankings, qrels, measures)

@@ -28,6 +28,7 @@ from ragrig.metrics.ir import (
     per_query,
     qrels_from_table,
     rankings_from_run,
+    unjudged_at_k,
 )
 from ragrig.metrics.names import ALL
 from ragrig.report.answers import answer_measures
@@ -64,6 +65,9 @@ def build_report(inp: ReportInputs, cfg: Any, *, seed: int = 0) -> Report:
     final = per_query(rankings_from_run(inp.reranked), qrels, measures)
     before = per_query(rankings_from_run(inp.retrieved), qrels, measures)
     parts = [_long(final, "retrieval/")]
+    # incomplete labels said out loud: the share of the top-k that no one judged
+    unjudged = unjudged_at_k(rankings_from_run(inp.reranked), qrels, cfg.k_values)
+    parts.append(_long(unjudged, "judgments/"))
 
     delta = final.merge(before, on=["qid", "measure"], suffixes=("", "_before"))
     delta["value"] = delta["value"] - delta["value_before"]
@@ -255,6 +259,7 @@ def _metrics_tree(
             "judgment_status": judge_status,
         },
         "retrieval": _means(agg, "retrieval/"),
+        "judgments": _means(agg, "judgments/"),
         "lanes": lane_means,
         "rerank": _means(agg, "rerank/"),
         "generation": _means(agg, "generation/"),

@@ -155,6 +155,12 @@ def format_summary(metrics: dict[str, Any], params: dict[str, Any] | None = None
                 _cell(metrics["rerank"].get("delta_" + m), sign=True) for m in metrics["retrieval"]
             )
         )
+    unjudged = metrics.get("judgments") or {}
+    if unjudged:
+        lines.append(
+            "  unjudged in the top k (no judgment at all; Recall@k reads them as not relevant): "
+            + ", ".join(f"@{m.split('@')[1]} {v:.4f}" for m, v in unjudged.items())
+        )
     fusion = metrics.get("fusion")
     if fusion and fusion["below_best_lane"]:
         lines.append(fusion_warning(fusion))
