@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare, estimate, log, golden, neighbours."""
+ingest-fidelity, remote, warm, prepare, estimate, log, golden, neighbours, coverage."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def add_parsers(sub: Any) -> None:
     add_warm(sub)
     add_prepare(sub)
     add_estimate(sub)
+    from ragrig.cli.coverage import add_parser as add_coverage
     from ragrig.cli.log import add_parser as add_log
     from ragrig.cli.review import add_parser as add_golden
     from ragrig.tools.neighbours import add_parser as add_neighbours
@@ -45,6 +46,7 @@ def add_parsers(sub: Any) -> None:
     add_log(sub)
     add_golden(sub)
     add_neighbours(sub)
+    add_coverage(sub)
 
 
 def add_train_verifier(sub: Any) -> None:

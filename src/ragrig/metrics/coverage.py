@@ -1,0 +1,207 @@
+"""The coverage matrix of a query set, and the size each cell needs for a decision.
+
+Every query gets an intent (a column of the queries table: the team's own, or a rule's) and a
+document type (the most common value of a documents-table column among its gold documents, ties
+to the first in sorted order; `none` for a query with no gold document). The matrix counts
+queries per (intent, document type); a cell of the cross product with no query is an **empty
+cell**, listed. Per cell, with per-query values of an axis (a run's per_query table): the mean,
+its bootstrap interval and half-width; a cell with queries but fewer than two values has no
+interval (counted as `no_interval`, never a NaN).
+
+Sizing from the decision: a release decision tolerates an interval half-width h on an axis.
+For a mean of values in [0, 1] the normal approximation gives n = ceil((z * sd / h)^2), z the
+two-sided quantile of the level; sd is the cell's standard deviation with z^2 / 2 pseudo-values
+at 0 and at 1 added (the Agresti-Coull correction: four faithful answers out of four do not
+make a variance of 0 and a size of 2) when it has at least two values, else the conservative
+prior 0.5 (the largest sd a [0, 1] variable can have), so a cell with no run yet still gets a
+size. `needed` is that n; `missing` what the cell
+lacks of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragrig.core.errors import DataValidationError
+
+PRIOR_SD = 0.5
+NO_GOLD = "none"
+
+
+def z_of(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))
+
+
+def check_half_width(h: float) -> float:
+    if not 0 < h < 1:
+        raise DataValidationError(
+            f"half-width {h:g}: a decision's interval half-width lies strictly between 0 and 1"
+        )
+    return h
+
+
+def adjusted_sd(values: Sequence[float], level: float) -> float:
+    """The values' sd with z^2 / 2 pseudo-values at 0 and at 1 (module doc)."""
+    z2 = z_of(level) ** 2
+    v = np.asarray(values, dtype=float)
+    n = len(v) + z2
+    mean = (v.sum() + z2 / 2) / n
+    ss = ((v - mean) ** 2).sum() + z2 / 2 * (mean**2 + (1 - mean) ** 2)
+    return float(math.sqrt(ss / (n - 1)))
+
+
+def needed_n(sd: float | None, half_width: float, level: float) -> int:
+    """Queries a mean needs for an interval of `half_width` at `level` (module doc)."""
+    check_half_width(half_width)
+    s = PRIOR_SD if sd is None else sd
+    return max(2, math.ceil((z_of(level) * s / half_width) ** 2 - 1e-9))
+
+
+def doc_types(
+    qrels: Mapping[str, Mapping[str, int]], doc_type: Mapping[str, str]
+) -> dict[str, str]:
+    """qid -> the most common type among its gold (grade > 0) documents."""
+    out = {}
+    for q, rels in qrels.items():
+        kinds = Counter(str(doc_type.get(d, "unknown")) for d, r in rels.items() if r > 0)
+        if not kinds:
+            out[q] = NO_GOLD
+            continue
+        top = max(kinds.values())
+        out[q] = sorted(k for k, n in kinds.items() if n == top)[0]
+    return out
+
+
+def matrix(
+    intents: Mapping[str, str],
+    types: Mapping[str, str],
+    values: Mapping[str, float] | None = None,
+    half_width: float = 0.05,
+    level: float = 0.95,
+    seed: int = 13,
+    resamples: int = 1000,
+) -> dict[str, Any]:
+    """The cells (module doc): counts, empty cells, per cell its mean, interval and size."""
+    from ragrig.metrics.bootstrap import bootstrap_ci
+
+    check_half_width(half_width)
+    qids = sorted(intents)
+    rows = sorted({intents[q] for q in qids})
+    cols = sorted({types.get(q, NO_GOLD) for q in qids})
+    cells = []
+    no_interval = 0
+    for r in rows:
+        for c in cols:
+            members = [q for q in qids if intents[q] == r and types.get(q, NO_GOLD) == c]
+            vals = [float(values[q]) for q in members if values is not None and q in values]
+            vals = [v for v in vals if v == v]  # a query the axis could not score: no value
+            cell: dict[str, Any] = {"intent": r, "doc_type": c, "queries": len(members),
+                                    "values": len(vals)}  # fmt: skip
+            sd = adjusted_sd(vals, level) if len(vals) >= 2 else None
+            if len(vals) >= 2:
+                low, high = bootstrap_ci(vals, seed, resamples, 1.0 - level)
+                cell.update(mean=float(np.mean(vals)), low=low, high=high,
+                            half_width=(high - low) / 2)  # fmt: skip
+            else:  # one value or none: no interval, counted where the cell has queries
+                no_interval += bool(members)
+                cell.update(mean=vals[0] if vals else None, low=None, high=None, half_width=None)
+            cell["sd"] = sd
+            cell["sd_from"] = "observed, adjusted" if sd is not None else "prior 0.5"
+            cell["needed"] = needed_n(sd, half_width, level)
+            cell["missing"] = max(0, cell["needed"] - len(members))
+            cells.append(cell)
+    counts = pd.DataFrame(
+        [[next(x["queries"] for x in cells if x["intent"] == r and x["doc_type"] == c)
+          for c in cols] for r in rows],
+        index=rows, columns=cols,
+    )  # fmt: skip
+    return {
+        "intents": rows,
+        "doc_types": cols,
+        "counts": counts,
+        "cells": cells,
+        "empty": [(x["intent"], x["doc_type"]) for x in cells if x["queries"] == 0],
+        "no_interval": no_interval,
+        "half_width": half_width,
+        "level": level,
+    }
+
+
+def format_matrix(m: dict[str, Any]) -> list[str]:
+    counts: pd.DataFrame = m["counts"]
+    head = "intent \\ doc type"
+    width = max([len(head), *(len(r) for r in m["intents"])])
+    cols = [max(len(c), 5) for c in m["doc_types"]]
+    out = [
+        f"{head:<{width}}  "
+        + "  ".join(f"{c:>{w}}" for c, w in zip(m["doc_types"], cols, strict=True))
+    ]
+    for r in m["intents"]:
+        out.append(
+            f"{r:<{width}}  "
+            + "  ".join(
+                f"{counts.loc[r, c]:>{w}}" for c, w in zip(m["doc_types"], cols, strict=True)
+            )
+        )
+    empty = ", ".join(f"{r} x {c}" for r, c in m["empty"]) or "none"
+    out.append(f"empty cells: {len(m['empty'])} ({empty})")
+    short = [x for x in m["cells"] if x["missing"]]
+    out.append(
+        f"for a half-width of {m['half_width']:g} at {m['level']:.0%}: {len(short)} of "
+        f"{len(m['cells'])} cells short, {sum(x['missing'] for x in short)} queries missing; "
+        f"{m['no_interval']} cells with queries and under two values (no interval)"
+    )
+    for x in sorted(short, key=lambda x: (-x["missing"], x["intent"], x["doc_type"]))[:10]:
+        hw = "n/a" if x.get("half_width") is None else f"{x['half_width']:.3f}"
+        out.append(
+            f"  {x['intent']} x {x['doc_type']}: {x['queries']} queries (half-width {hw}), "
+            f"needs {x['needed']} (sd {x['sd_from']})"
+        )
+    return out
+
+
+def intents_from(queries: pd.DataFrame, column: str) -> dict[str, str]:
+    if column not in queries.columns:
+        raise DataValidationError(
+            f"intent column {column!r} is not in the queries table (columns: "
+            f"{', '.join(sorted(map(str, queries.columns)))})"
+        )
+    return {
+        str(q): ("unknown" if v is None or v != v or str(v) == "" else str(v))
+        for q, v in zip(queries["qid"], queries[column], strict=True)
+    }
+
+
+def values_from(per_query: pd.DataFrame, measure: str) -> dict[str, float]:
+    sel = per_query[per_query["measure"] == measure]
+    if not len(sel):
+        raise DataValidationError(f"the per-query table has no measure {measure!r}")
+    return {str(q): float(v) for q, v in zip(sel["qid"], sel["value"], strict=True)}
+
+
+def types_from(
+    qrels: pd.DataFrame, documents: pd.DataFrame, column: str | None, qids: Sequence[str]
+) -> dict[str, str]:
+    from ragrig.metrics.ir import qrels_from_table
+
+    if column is None:
+        kinds: dict[str, str] = {}
+    elif column not in documents.columns:
+        raise DataValidationError(
+            f"document type column {column!r} is not in the documents table (columns: "
+            f"{', '.join(sorted(map(str, documents.columns)))})"
+        )
+    else:
+        kinds = {
+            str(d): str(v) for d, v in zip(documents["doc_id"], documents[column], strict=True)
+        }
+    got = doc_types(qrels_from_table(qrels), kinds) if column else {}
+    return {q: got.get(q, NO_GOLD if column else "all") for q in qids}

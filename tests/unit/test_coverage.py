@@ -1,0 +1,71 @@
+"""The coverage matrix: counts per intent x document type, empty cells, per-cell intervals and
+the sizes a decision's half-width needs, computed by hand; bad input in one line."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragrig.core.errors import DataValidationError
+from ragrig.metrics.coverage import adjusted_sd, doc_types, matrix, needed_n
+
+
+def test_matrix_empty_cells_and_sizes_by_hand():
+    # intents by rule (a claim label), document types from the gold documents' metadata
+    intents = {"q1": "support", "q2": "support", "q3": "support", "q4": "contradict",
+               "q5": "contradict"}  # fmt: skip
+    qrels = {"q1": {"d1": 1}, "q2": {"d1": 1, "d2": 1, "d3": 1}, "q3": {"d2": 1},
+             "q4": {"d3": 1}, "q5": {"d9": 0}}  # fmt: skip
+    kinds = {"d1": "pdf", "d2": "html", "d3": "html"}
+    types = doc_types(qrels, kinds)
+    assert types == {"q1": "pdf", "q2": "html", "q3": "html", "q4": "html", "q5": "none"}
+    values = {"q1": 1.0, "q2": 0.0, "q3": 1.0, "q4": 1.0}  # q5 not scored
+    m = matrix(intents, types, values, half_width=0.1, level=0.95, resamples=200)
+    assert m["counts"].to_dict(orient="index") == {
+        "contradict": {"html": 1, "none": 1, "pdf": 0},
+        "support": {"html": 2, "none": 0, "pdf": 1},
+    }
+    assert m["empty"] == [("contradict", "pdf"), ("support", "none")]
+    assert m["no_interval"] == 3  # contradict x html, support x pdf: one value; q5 none
+    cell = {(x["intent"], x["doc_type"]): x for x in m["cells"]}
+    both = cell[("support", "html")]  # values 0 and 1
+    z2 = 1.959964**2
+    mean = (1 + z2 / 2) / (2 + z2)  # 0.5
+    sd = math.sqrt(((0 - mean) ** 2 + (1 - mean) ** 2 + z2 / 2 * 2 * 0.25) / (2 + z2 - 1))
+    assert both["sd"] == pytest.approx(sd, rel=1e-5)
+    assert both["needed"] == math.ceil((1.959964 * sd / 0.1) ** 2)
+    assert both["missing"] == both["needed"] - 2 and both["mean"] == 0.5
+    # no value: the prior 0.5, (1.96 * 0.5 / 0.1)^2 = 96.04 -> 97
+    assert cell[("contradict", "pdf")]["needed"] == 97
+    assert cell[("contradict", "pdf")]["sd_from"] == "prior 0.5"
+    # four of four faithful: no variance of 0, a size well above 2
+    assert (
+        adjusted_sd([1.0] * 4, 0.95) > 0.4
+        and needed_n(adjusted_sd([1.0] * 4, 0.95), 0.1, 0.95) > 60
+    )
+
+
+@pytest.mark.parametrize("h", [0.0, 1.0, 1.5, -0.1])
+def test_a_half_width_of_0_or_at_least_1_is_refused(h):
+    with pytest.raises(DataValidationError, match="strictly between 0 and 1"):
+        needed_n(0.3, h, 0.95)
+
+
+def test_the_command_says_what_is_missing_in_one_line(tmp_path):
+    import subprocess
+
+    from ..conftest import BIN, project_env
+
+    cmd = [str(BIN / "python"), "-m", "ragrig", "coverage", "--intent", "claim_label",
+           "--data", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, env=project_env(), capture_output=True, text=True)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("ragrig coverage: error: ") and "queries.parquet" in line
+    proc = subprocess.run([*cmd, "--half-width", "0"], env=project_env(), capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.stderr.strip() == (
+        "ragrig coverage: error: half-width 0: a decision's interval half-width lies strictly "
+        "between 0 and 1"
+    )
