@@ -69,3 +69,28 @@ def test_the_command_says_what_is_missing_in_one_line(tmp_path):
         "ragrig coverage: error: half-width 0: a decision's interval half-width lies strictly "
         "between 0 and 1"
     )
+
+
+def test_production_traffic_is_the_target_and_its_uncovered_share_is_named(tmp_path):
+    import json
+
+    from ragrig.metrics.coverage import format_traffic, traffic_coverage, traffic_shares
+
+    log = tmp_path / "log.jsonl"
+    rows = []
+    for i, intent in enumerate(["a"] * 5 + ["b"] * 3 + ["c"] * 2):
+        rows.append(json.dumps({"id": f"i{i}", "timestamp": 1000 + i, "question": "q?",
+                                "contexts": ["p"], "answer": "x.", "slices": {"intent": intent}}))  # fmt: skip
+    rows.append("not json")
+    log.write_text("\n".join(rows) + "\n")
+    shares, lines, left_out = traffic_shares(log, "intent")
+    assert (shares, lines, left_out) == ({"a": 0.5, "b": 0.3, "c": 0.2}, 10, 1)
+    t = traffic_coverage(shares, {"q1": "a", "q2": "a", "q3": "b", "q4": "d"})
+    assert t["uncovered"] == ["c"] and t["uncovered_share"] == pytest.approx(0.2)
+    assert t["not_in_production"] == ["d"]
+    by = {r["intent"]: r for r in t["rows"]}
+    assert (by["a"]["set_share"], by["a"]["queries"], by["d"]["production_share"]) == (0.5, 2, 0.0)
+    assert format_traffic(t, lines, left_out, "intent")[0] == (
+        "production traffic (10 lines, 1 left out; slice 'intent'): 0.200 of it in intents the "
+        "set does not cover (c 0.200)"
+    )

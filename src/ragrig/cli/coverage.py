@@ -48,9 +48,21 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     )
     for line in cov.format_matrix(m):
         print(line)
-    out = Path(args.out)
     record = {k: v for k, v in m.items() if k != "counts"}
     record["counts"] = m["counts"].to_dict(orient="index")
+    if args.traffic:
+        try:
+            shares, lines, left_out = cov.traffic_shares(args.traffic, args.traffic_key)
+        except RagrigError as exc:
+            print(f"ragrig coverage: error: {exc}", file=sys.stderr)
+            return 2
+        t = cov.traffic_coverage(shares, intents)
+        print("")
+        for line in cov.format_traffic(t, lines, left_out, args.traffic_key):
+            print(line)
+        record["traffic"] = {"file": str(args.traffic), "key": args.traffic_key, "lines": lines,
+                             "left_out": left_out, **t}  # fmt: skip
+    out = Path(args.out)
     atomic_write_text(out, json.dumps(record, indent=2) + "\n")
     print(f"ragrig coverage: wrote {out}")
     return 0
@@ -69,5 +81,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--level", type=float, default=0.95)
     p.add_argument("--data", default="data", help="the run's stage outputs (parse)")
     p.add_argument("--per-query", default="reports/run/per_query.parquet")
+    p.add_argument(
+        "--traffic",
+        default=None,
+        help="a log of interactions (ragrig traces' format): its share per intent is the target",
+    )
+    p.add_argument("--traffic-key", default="intent", help="the log's slice key of the intent")
     p.add_argument("--out", default="reports/coverage.json")
     p.set_defaults(func=cmd_coverage)

@@ -205,3 +205,62 @@ def types_from(
         }
     got = doc_types(qrels_from_table(qrels), kinds) if column else {}
     return {q: got.get(q, NO_GOLD if column else "all") for q in qids}
+
+
+def traffic_shares(path: Any, key: str) -> tuple[dict[str, float], int, int]:
+    """(share of the log's lines per value of slice `key`, lines read, lines left out); a line
+    without the key counts as `unknown`."""
+    from pathlib import Path
+
+    from ragrig.traces.read import Problems, interactions
+
+    counts: Counter = Counter()
+    problems = Problems()
+    for _, x in interactions(Path(path), problems):
+        counts[dict(x.slices).get(key, "unknown")] += 1
+    total = sum(counts.values())
+    if not total:
+        raise DataValidationError(
+            f"{path}: no interaction read ({problems.total} lines left out): no traffic to cover"
+        )
+    return {k: n / total for k, n in sorted(counts.items())}, total, problems.total
+
+
+def traffic_coverage(shares: Mapping[str, float], intents: Mapping[str, str]) -> dict[str, Any]:
+    """Production's share per intent beside the set's (module doc)."""
+    n = len(intents)
+    in_set = Counter(intents.values())
+    rows = [
+        {"intent": k, "production_share": shares.get(k, 0.0),
+         "set_share": in_set.get(k, 0) / n if n else 0.0, "queries": in_set.get(k, 0)}
+        for k in sorted(set(shares) | set(in_set))
+    ]  # fmt: skip
+    uncovered = sorted((r for r in rows if r["queries"] == 0), key=lambda r: -r["production_share"])
+    return {
+        "rows": rows,
+        "uncovered": [r["intent"] for r in uncovered],
+        "uncovered_share": float(sum(r["production_share"] for r in uncovered)),
+        "not_in_production": [r["intent"] for r in rows if r["production_share"] == 0],
+    }
+
+
+def format_traffic(t: dict[str, Any], lines: int, left_out: int, key: str) -> list[str]:
+    worst = ", ".join(
+        f"{r['intent']} {r['production_share']:.3f}"
+        for r in t["rows"]
+        if r["intent"] in t["uncovered"][:5]
+    )
+    out = [
+        f"production traffic ({lines:,} lines, {left_out:,} left out; slice {key!r}): "
+        f"{t['uncovered_share']:.3f} of it in intents the set does not cover"
+        + (f" ({worst})" if worst else ""),
+        f"{'intent':<20} {'production':>10} {'set':>8} {'queries':>8}",
+    ]
+    for r in t["rows"]:
+        out.append(
+            f"{r['intent']:<20} {r['production_share']:>10.3f} {r['set_share']:>8.3f} "
+            f"{r['queries']:>8}"
+        )
+    if t["not_in_production"]:
+        out.append(f"in the set, never asked in production: {', '.join(t['not_in_production'])}")
+    return out
