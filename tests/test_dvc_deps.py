@@ -342,6 +342,7 @@ def test_compare_flags_both_directions():
         "src/ragrig/metrics/coverage.py",
         "src/ragrig/metrics/fidelity.py",
         "src/ragrig/metrics/ingestion.py",
+        "src/ragrig/metrics/intents.py",
     ]
     assert "src/ragrig/core/io.py" in missing and "src/ragrig/judge/overlap.py" not in missing
 

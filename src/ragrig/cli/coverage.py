@@ -11,6 +11,32 @@ from pathlib import Path
 from typing import Any
 
 
+def classified(queries: Any, args: argparse.Namespace) -> dict[str, str]:
+    """The queries' intents by the nearest prototype of a labelled sample, after its held-out
+    figures are printed (ragrig.metrics.intents)."""
+    from ragrig.core.config import load_section
+    from ragrig.embed import make_embedder
+    from ragrig.metrics import intents as it
+
+    texts, labels = it.read_sample(args.intent_sample)
+    embedder = make_embedder(load_section("embed", Path(args.params)), role="query")
+    got = it.train_and_measure(texts, labels, embedder.encode, args.holdout)
+    h = got["held_out"]
+    print(
+        f"intent classifier: nearest prototype of {len(texts)} labelled texts, {len(got['intents'])} "
+        f"intents; held out {h['n']} (trained on {got['train']}): macro precision "
+        f"{h['macro']['precision']:.3f}, recall {h['macro']['recall']:.3f}, F1 {h['macro']['f1']:.3f}"
+        + (f"; {sum(got['unseen'].values())} held-out texts of intents not in training: "
+           f"{', '.join(sorted(got['unseen']))}" if got["unseen"] else "")
+    )  # fmt: skip
+    for name, f in h["per_intent"].items():
+        print(f"  {name:<20} P {f['precision']:.3f}  R {f['recall']:.3f}  F1 {f['f1']:.3f}  "
+              f"(n={f['support']})")  # fmt: skip
+    vectors = embedder.encode(queries["text"].astype(str).tolist())
+    predicted = it.nearest(vectors, got["intents"], got["prototypes"])
+    return {str(q): p for q, p in zip(queries["qid"], predicted, strict=True)}
+
+
 def cmd_coverage(args: argparse.Namespace) -> int:
     from ragrig.core.errors import DataValidationError, RagrigError
     from ragrig.core.io import atomic_write_text, read_table
@@ -29,7 +55,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         queries = read_table(data / "parse" / "queries.parquet", "queries")
         qrels = read_table(data / "parse" / "qrels.parquet", "qrels")
         documents = read_table(data / "parse" / "documents.parquet", "documents")
-        intents = cov.intents_from(queries, args.intent)
+        if args.intent_sample:
+            intents = classified(queries, args)
+        elif args.intent:
+            intents = cov.intents_from(queries, args.intent)
+        else:
+            raise DataValidationError("give --intent COLUMN or --intent-sample FILE")
         types = cov.types_from(qrels, documents, args.doc_type, list(intents))
         values = None
         per_query = Path(args.per_query)
@@ -42,7 +73,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         print(f"ragrig coverage: error: {exc}", file=sys.stderr)
         return 2
     print(
-        f"ragrig coverage: {len(intents)} queries, intent {args.intent!r}, document type "
+        f"ragrig coverage: {len(intents)} queries, intent "
+        f"{repr(args.intent) if not args.intent_sample else 'by the classifier'}, document type "
         f"{args.doc_type or 'none given'}, axis {args.axis} "
         f"({'from ' + str(per_query) if values is not None else 'no run: sizes from the prior'})"
     )
@@ -74,7 +106,15 @@ def add_parser(sub: Any) -> None:
         help="the coverage matrix of the queries (intent x document type), its empty cells, and "
         "the queries each cell needs for a decision's interval half-width",
     )
-    p.add_argument("--intent", required=True, help="the queries-table column holding the intent")
+    p.add_argument("--intent", default=None, help="the queries-table column holding the intent")
+    p.add_argument(
+        "--intent-sample",
+        default=None,
+        help="instead: a labelled sample (JSONL or CSV of text, intent); a nearest-prototype "
+        "classifier is measured on its held-out part, then labels the queries",
+    )
+    p.add_argument("--holdout", type=float, default=0.3, help="with --intent-sample")
+    p.add_argument("--params", default="params.yaml", help="with --intent-sample: the embedder")
     p.add_argument("--doc-type", default=None, help="the documents-table column of the type")
     p.add_argument("--axis", default="faithfulness", help="faithfulness | relevance | correctness")
     p.add_argument("--half-width", type=float, default=0.05, help="the decision's tolerance")
