@@ -1,10 +1,10 @@
 """`ragrig traces` at scale: a synthetic log of `--interactions` interactions over `--hours` hours
 (ragrig.traces.synthetic, built from the dataset's corpus) evaluated by the command itself in a
 child process (no MLflow), once per sample rate: wall time from the command's start (imports
-and model loads included), interactions per second over the whole file, and the child's peak
+and model loads included), log lines and judged interactions per second, and the child's peak
 resident memory (getrusage of the children; each rate in its own child).
 
-Targets: >= 200 interactions/s on 2 cores and peak memory under 1 GB, at a 5-10% sample, with
+Targets: >= 200 judged interactions/s on 2 cores and peak memory under 1 GB, at a 5-10% sample, with
 the three axes as offline (relevance's semantic part embeds every judged line's question and
 contexts; self-consistency reads the 10% of lines that log samples) and the feedback signals.
 
@@ -66,6 +66,7 @@ def run_rate(log: C.Path, rate: float, params: C.Path, work: C.Path, bounded: bo
         "lines": summary["lines"],
         "judged": summary["judged"],
         "per_s": round(summary["lines"] / got["wall_s"], 1),
+        "judged_per_s": round(summary["judged"] / got["wall_s"], 2),
         "peak_mib": round(got["peak_mib"], 1),
         "alerts": len(summary["alerts"]),
         "methods": summary["methods"],
@@ -103,12 +104,13 @@ def main(argv: list[str] | None = None) -> dict:
     runs = [run_rate(log, r, params, work, bounded) for r in args.rates for bounded in heaps]
     rows = [
         [f"{r['sample_rate']:g}", r["heap"], f"{r['judged']:,}", f"{r['wall_s']:.1f}",
-         f"{r['per_s']:,.0f}", f"{r['peak_mib']:.0f}", str(r["alerts"])]
+         f"{r['per_s']:,.0f}", f"{r['judged_per_s']:.1f}", f"{r['peak_mib']:.0f}",
+         str(r["alerts"])]
         for r in runs
     ]  # fmt: skip
     C.print_table(
         f"ragrig traces on {args.interactions:,} interactions ({size_mib:.0f} MiB, {args.hours} h)",
-        ["sample", "heap", "judged", "wall s", "interactions/s", "peak MiB", "alerts"],
+        ["sample", "heap", "judged", "wall s", "lines/s", "judged/s", "peak MiB", "alerts"],
         rows,
     )
     for r in runs:
@@ -116,12 +118,12 @@ def main(argv: list[str] | None = None) -> dict:
               f"correctness {r['methods']['correctness']}; signals tracking an axis: "
               f"{', '.join(r['tracking']) or 'none'}")  # fmt: skip
     met = all(
-        r["per_s"] >= TARGET_PER_S and r["peak_mib"] < TARGET_PEAK_MIB
+        r["judged_per_s"] >= TARGET_PER_S and r["peak_mib"] < TARGET_PEAK_MIB
         for r in runs
         if r["heap"] == "bounded"  # the default; glibc's own is the comparison
     )
     print(
-        f"targets >= {TARGET_PER_S:.0f} interactions/s and peak < {TARGET_PEAK_MIB:.0f} MiB: "
+        f"targets >= {TARGET_PER_S:.0f} judged interactions/s and peak < {TARGET_PEAK_MIB:.0f} MiB: "
         f"{'met' if met else 'NOT met'}"
     )
     result = {

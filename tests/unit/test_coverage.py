@@ -74,7 +74,8 @@ def test_the_command_says_what_is_missing_in_one_line(tmp_path):
 def test_production_traffic_is_the_target_and_its_uncovered_share_is_named(tmp_path):
     import json
 
-    from ragrig.metrics.coverage import format_traffic, traffic_coverage, traffic_shares
+    from ragrig.cli.coverage import traffic_shares
+    from ragrig.metrics.coverage import format_traffic, traffic_coverage
 
     log = tmp_path / "log.jsonl"
     rows = []

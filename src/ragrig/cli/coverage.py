@@ -7,8 +7,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
+
+
+def traffic_shares(path: Any, key: str) -> tuple[dict[str, float], int, int]:
+    """(share of the log's lines per value of slice `key`, lines read, lines left out); a line
+    without the key counts as `unknown`."""
+    from pathlib import Path
+
+    from ragrig.core.errors import DataValidationError
+    from ragrig.traces.read import Problems, interactions
+
+    counts: Counter = Counter()
+    problems = Problems()
+    for _, x in interactions(Path(path), problems):
+        counts[dict(x.slices).get(key, "unknown")] += 1
+    total = sum(counts.values())
+    if not total:
+        raise DataValidationError(
+            f"{path}: no interaction read ({problems.total} lines left out): no traffic to cover"
+        )
+    return {k: n / total for k, n in sorted(counts.items())}, total, problems.total
 
 
 def classified(queries: Any, args: argparse.Namespace) -> dict[str, str]:
@@ -84,7 +105,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     record["counts"] = m["counts"].to_dict(orient="index")
     if args.traffic:
         try:
-            shares, lines, left_out = cov.traffic_shares(args.traffic, args.traffic_key)
+            shares, lines, left_out = traffic_shares(args.traffic, args.traffic_key)
         except RagrigError as exc:
             print(f"ragrig coverage: error: {exc}", file=sys.stderr)
             return 2

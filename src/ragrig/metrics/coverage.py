@@ -16,6 +16,11 @@ make a variance of 0 and a size of 2) when it has at least two values, else the 
 prior 0.5 (the largest sd a [0, 1] variable can have), so a cell with no run yet still gets a
 size. `needed` is that n; `missing` what the cell
 lacks of it.
+
+Production traffic as the target (`traffic_coverage`): the share of a log's lines per intent
+(`ragrig coverage --traffic` reads it) beside the set's own share; the intents production uses
+that the set has no query of are named with their summed share (the **uncovered share**), and
+those the set holds that production never asks.
 """
 
 from __future__ import annotations
@@ -205,25 +210,6 @@ def types_from(
         }
     got = doc_types(qrels_from_table(qrels), kinds) if column else {}
     return {q: got.get(q, NO_GOLD if column else "all") for q in qids}
-
-
-def traffic_shares(path: Any, key: str) -> tuple[dict[str, float], int, int]:
-    """(share of the log's lines per value of slice `key`, lines read, lines left out); a line
-    without the key counts as `unknown`."""
-    from pathlib import Path
-
-    from ragrig.traces.read import Problems, interactions
-
-    counts: Counter = Counter()
-    problems = Problems()
-    for _, x in interactions(Path(path), problems):
-        counts[dict(x.slices).get(key, "unknown")] += 1
-    total = sum(counts.values())
-    if not total:
-        raise DataValidationError(
-            f"{path}: no interaction read ({problems.total} lines left out): no traffic to cover"
-        )
-    return {k: n / total for k, n in sorted(counts.items())}, total, problems.total
 
 
 def traffic_coverage(shares: Mapping[str, float], intents: Mapping[str, str]) -> dict[str, Any]:
