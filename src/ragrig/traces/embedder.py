@@ -61,6 +61,7 @@ class MeanPoolEmbedder(Prefixed):
     ) -> np.ndarray:
         import torch
 
+        from ragrig.embed.onnx import mean_pool
         from ragrig.weights.precision import autocast
 
         # sentence-transformers strips each text after the prefix is added
@@ -77,12 +78,8 @@ class MeanPoolEmbedder(Prefixed):
                     max_length=self.max_seq_length,
                     return_tensors="pt",
                 )
-                tokens = self.model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-                pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                if self.normalize:
-                    pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                out[idx] = pooled.float().numpy()
+                tokens = self.model(**enc).last_hidden_state.float().numpy()
+                out[idx] = mean_pool(tokens, enc["attention_mask"].numpy(), self.normalize)
                 if done is not None:
                     done(len(idx))
         return out
