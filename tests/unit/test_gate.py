@@ -191,3 +191,55 @@ def test_a_bad_gate_config_or_baseline_is_one_line_and_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"ragrig gate: baseline {tmp_path / 'nowhere'} has no run/per_query.parquet"
     )
+
+
+def test_the_coverage_checks_read_ragrig_coverages_report_of_the_runs_queries(tmp_path):
+    from ragrig.core.io import file_sha256
+    from ragrig.metrics.coverage import matrix, traffic_coverage
+    from ragrig.tools.gate import CoverageBounds
+
+    axes = {"faithfulness": 0.9, "relevance": 0.8, "correctness": 0.8}
+    run = _run(tmp_path / "run", axes, [0.5] * 6)
+    queries = tmp_path / "queries.parquet"
+    pd.DataFrame({"qid": ["q1", "q2"], "text": ["a", "b"]}).to_parquet(queries)
+    intents = {"q1": "how", "q2": "how", "q3": "how", "q4": "why", "q5": "why"}
+    types = {"q1": "pdf", "q2": "pdf", "q3": "html", "q4": "pdf", "q5": "pdf"}
+    m = matrix(intents, types, None, 0.1, resamples=100)  # why x html: empty
+    record = {k: v for k, v in m.items() if k != "counts"}
+    record["queries_sha256"] = file_sha256(queries)
+    record["traffic"] = {"lines": 100, **traffic_coverage({"how": 0.7, "why": 0.2, "who": 0.1},
+                                                          intents)}  # fmt: skip
+    report = tmp_path / "coverage.json"
+    report.write_text(json.dumps(record))
+
+    def checks(**kw):
+        cov = CoverageBounds(report=str(report), queries=str(queries), **kw)
+        _, got = run_checks(run, GateConfig(coverage=cov))
+        return {c.name: (c.value, c.verdict, c.detail) for c in got if c.kind == "coverage"}
+
+    assert checks() == {}  # no bound set: no check
+    got = checks(min_queries_per_cell=2, max_uncovered_traffic=0.05)
+    assert got["coverage min queries per cell"] == (
+        0.0,
+        "FAIL",
+        "4 cells; short: 2 cells (why x html 0, how x html 1)",
+    )
+    assert got["coverage uncovered traffic"] == (
+        pytest.approx(0.1),
+        "FAIL",
+        "of 100 lines; uncovered intents: 1 intent (who)",
+    )
+    got = checks(min_queries_per_cell=1, max_uncovered_traffic=0.1, exempt_cells=["why x html"])
+    assert got["coverage min queries per cell"] == (1.0, "pass", "3 cells, 1 exempt")
+    assert got["coverage uncovered traffic"][1] == "pass"
+    # the run's queries changed since the report: not read, not measured (a hard check)
+    pd.DataFrame({"qid": ["q1"], "text": ["a"]}).to_parquet(queries)
+    got = checks(min_queries_per_cell=1)
+    ((value, verdict, detail),) = got.values()
+    assert (value, verdict) == (None, "not measured")
+    assert detail == f"{report} is of another query set than {queries} (rerun ragrig coverage)"
+    report.unlink()
+    _, got = run_checks(run, GateConfig(coverage=CoverageBounds(
+        report=str(report), queries=str(queries), max_uncovered_traffic=0.1)))  # fmt: skip
+    assert exit_code(got) == 2
+    assert got[-1].detail == f"no coverage report at {report} (run ragrig coverage)"

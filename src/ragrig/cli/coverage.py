@@ -60,7 +60,7 @@ def classified(queries: Any, args: argparse.Namespace) -> dict[str, str]:
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     from ragrig.core.errors import DataValidationError, RagrigError
-    from ragrig.core.io import atomic_write_text, read_table
+    from ragrig.core.io import atomic_write_text, file_sha256, read_table
     from ragrig.metrics import coverage as cov
 
     data = Path(args.data)
@@ -102,6 +102,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     for line in cov.format_matrix(m):
         print(line)
     record = {k: v for k, v in m.items() if k != "counts"}
+    # the gate reads this report only for the query set it was made of
+    record["queries_sha256"] = file_sha256(data / "parse" / "queries.parquet")
     record["counts"] = m["counts"].to_dict(orient="index")
     if args.traffic:
         try:

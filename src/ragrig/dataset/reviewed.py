@@ -38,13 +38,13 @@ completes when run again (versions.jsonl, written last, is the commit).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ragrig.core.errors import DataValidationError
+from ragrig.core.io import file_sha256
 from ragrig.dataset.labels import RATINGS
 
 SPLITS = ("release", "monitoring")
@@ -156,10 +156,6 @@ def _read_if(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return _jsonl(path, "set file") if path.exists() else []
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def append(reviews_path: Path, queue_path: Path, root: Path) -> dict[str, Any]:
     """Append the reviews to the set at `root` (created when absent); what was added and
     skipped, and the new version (None when nothing was added)."""
@@ -238,8 +234,8 @@ def append(reviews_path: Path, queue_path: Path, root: Path) -> dict[str, Any]:
         "version": version,
         "added": summary["added"],
         "skipped": dict(skipped),
-        "reviews_sha256": _sha256(reviews_path),
-        "files": {name: _sha256(root / name) for name in FILES},
+        "reviews_sha256": file_sha256(reviews_path),
+        "files": {name: file_sha256(root / name) for name in FILES},
     }
     atomic_write_text(root / "versions.jsonl", jsonl([*versions, record]))
     summary["version"] = version

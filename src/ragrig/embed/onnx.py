@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.core.io import file_sha256
 from ragrig.embed.base import Prefixed
-from ragrig.weights.models import model_fingerprint, resolve_model, sha256_file
+from ragrig.weights.models import model_fingerprint, resolve_model
 
 
 def tokenizer_file(ref: str) -> Path:
@@ -122,7 +123,7 @@ class OnnxEmbedder(Prefixed):
             "model": model_fingerprint(self.model_ref),
             "tokenizer": {
                 "ref": self.tokenizer_ref,
-                "tokenizer_json_sha256": sha256_file(self.tokenizer_path),
+                "tokenizer_json_sha256": file_sha256(self.tokenizer_path),
             },
             "runtime": f"onnxruntime=={importlib.metadata.version('onnxruntime')}",
             "max_seq_length": self.max_seq_length,

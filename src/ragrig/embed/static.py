@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ragrig.core.io import file_sha256
 from ragrig.embed.base import Prefixed
-from ragrig.weights.models import model_fingerprint, resolve_model, sha256_file
+from ragrig.weights.models import model_fingerprint, resolve_model
 
 
 class WordLlamaEmbedder(Prefixed):
@@ -61,7 +62,7 @@ class WordLlamaEmbedder(Prefixed):
             "model": model_fingerprint(self.model_ref),
             "tokenizer": {
                 "ref": str(self.tokenizer_path.relative_to(self.cache_dir)),
-                "tokenizer_json_sha256": sha256_file(self.tokenizer_path),
+                "tokenizer_json_sha256": file_sha256(self.tokenizer_path),
             },
             "runtime": f"wordllama=={importlib.metadata.version('wordllama')}",
         }

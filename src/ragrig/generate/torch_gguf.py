@@ -49,13 +49,13 @@ def gguf_cache_dir(path: Path) -> Path:
 
     import transformers
 
-    from ragrig.weights.models import sha256_file
+    from ragrig.core.io import file_sha256
 
     root = (
         os.environ.get(CACHE_ENV)
         or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragrig" / "gguf"
     )
-    return Path(root) / f"{path.stem}-{sha256_file(path)[:16]}-tf{transformers.__version__}"
+    return Path(root) / f"{path.stem}-{file_sha256(path)[:16]}-tf{transformers.__version__}"
 
 
 def _converted(cache: Path) -> bool:

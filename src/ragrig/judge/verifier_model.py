@@ -43,7 +43,7 @@ def shipped_path() -> Path:
 
 def check_shipped(path: Path | None = None, sha256: str = SHIPPED_SHA256) -> Path:
     """The shipped weights file, after checking it exists and has the recorded sha256."""
-    from ragrig.weights.models import sha256_file
+    from ragrig.core.io import file_sha256
 
     path = shipped_path() if path is None else Path(path)
     if not path.is_file():
@@ -51,7 +51,7 @@ def check_shipped(path: Path | None = None, sha256: str = SHIPPED_SHA256) -> Pat
             f"shipped verifier weights {path} are missing: reinstall ragrig (pip install -e .) "
             "or set judge.model to a trained verifier folder"
         )
-    digest = sha256_file(path)
+    digest = file_sha256(path)
     if digest != sha256:
         raise ConfigError(
             f"shipped verifier weights {path} have sha256 {digest[:12]}..., not the recorded "

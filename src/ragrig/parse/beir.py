@@ -50,8 +50,12 @@ class BeirParser:
             if dataset.claims
             else None
         )
+        from ragrig.dataset.splits import check_not_development, split_record
+
+        check_not_development(root, dataset.split, list(data.qrels))
         queries = queries_table(data, claims)
         stats = parse_stats(data, claims, split=dataset.split)
+        stats["split_version"] = split_record(root, dataset.split)
         if claims is not None:
             stats["surrogates_replaced"]["claims"] = in_claims.count
         return Parsed(
@@ -266,6 +270,13 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         lines.append(
             f"parse: {stats['claims_unknown']} query(ies) not in the claim files: "
             f"claim_label {UNKNOWN!r}"
+        )
+    v = stats.get("split_version")
+    if v:
+        lines.append(
+            f"parse: split {v['part']}: version {v['version']} of splits.jsonl (from "
+            f"{v['source']}, seed {v['seed']})"
+            + ("" if v["unchanged"] else f"; qrels/{v['part']}.tsv CHANGED since that version")
         )
     return lines
 

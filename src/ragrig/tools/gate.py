@@ -12,6 +12,11 @@ Checks, each with its value, bound and verdict:
 * **regression** against a baseline run, per measure: the paired mean of (run - baseline) over
   the queries both answered, with its bootstrap interval; it passes when the interval's lower
   bound is >= -budget (non-inferiority: a drop larger than the budget is ruled out).
+* **coverage** of the query set, read from `ragrig coverage`'s JSON (ragrig.metrics.coverage):
+  the fewest queries in a cell of the intent x document-type matrix >= its minimum (an empty
+  cell counts 0 unless it is exempt), and the share of production traffic in intents the set
+  has no query of <= its maximum. A report of another query set than the run's (its recorded
+  sha256 against the queries file) is not read: not measured.
 
 Exit: 0 every check passes (soft floors may warn), 1 a check failed, 2 the metrics cannot be
 read or a hard axis was not measured (nothing to gate on).
@@ -26,10 +31,28 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from ragrig.core.config import Section, Seed
+from ragrig.core.config import NonEmptyStr, Section, Seed
 from ragrig.core.errors import DataValidationError
 
 PASS, FAIL, WARN, SKIP, UNMEASURED = "pass", "FAIL", "warn", "skipped", "not measured"
+
+
+class CoverageBounds(Section):
+    """conf/gate.yaml `coverage`: the coverage checks, read from `ragrig coverage`'s JSON."""
+
+    report: str = Field(
+        "reports/coverage.json", description="the JSON `ragrig coverage --out` wrote"
+    )
+    queries: str = Field(
+        "data/parse/queries.parquet",
+        description="the run's queries: the report must have been made of this file",
+    )
+    min_queries_per_cell: int | None = Field(None, ge=1)
+    max_uncovered_traffic: float | None = Field(None, ge=0, le=1)
+    exempt_cells: list[NonEmptyStr] = Field(
+        default_factory=list,
+        description="'intent x doc_type' cells no query is expected in (left out of the minimum)",
+    )
 
 
 class GateConfig(Section):
@@ -51,6 +74,7 @@ class GateConfig(Section):
         default_factory=dict,
         description="per-query measure (per_query.parquet) -> the largest drop accepted",
     )
+    coverage: CoverageBounds = Field(default_factory=CoverageBounds)
 
     @model_validator(mode="before")
     @classmethod
@@ -203,6 +227,86 @@ def regression_checks(per_query: Any, baseline: Any, cfg: GateConfig) -> list[Ch
     return out
 
 
+def _coverage_report(cov: CoverageBounds) -> tuple[dict | None, str]:
+    """(the coverage report, "") or (None, why it cannot be read)."""
+    from ragrig.core.io import file_sha256
+
+    path = Path(cov.report)
+    if not path.is_file():
+        return None, f"no coverage report at {path} (run ragrig coverage)"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        cells = report["cells"]
+        if not isinstance(cells, list):
+            raise TypeError("cells is not a list")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        return None, f"{path} is not a coverage report ({type(exc).__name__}: {exc})"
+    queries = Path(cov.queries)
+    recorded = report.get("queries_sha256")
+    if queries.is_file():
+        digest = file_sha256(queries)
+        if recorded is None:
+            return None, f"{path} records no queries sha256 (rerun ragrig coverage)"
+        if recorded != digest:
+            return None, f"{path} is of another query set than {queries} (rerun ragrig coverage)"
+    return report, ""
+
+
+def coverage_checks(cfg: GateConfig) -> list[Check]:
+    """The query set's coverage (module doc)."""
+    from ragrig.core.text import counted
+
+    cov = cfg.coverage
+    wanted = []
+    if cov.min_queries_per_cell is not None:
+        wanted.append(("coverage min queries per cell", f">= {cov.min_queries_per_cell}"))
+    if cov.max_uncovered_traffic is not None:
+        wanted.append(("coverage uncovered traffic", f"<= {cov.max_uncovered_traffic:g}"))
+    if not wanted:
+        return []
+    report, why = _coverage_report(cov)
+    if report is None:
+        return [Check(name, "coverage", None, bound, UNMEASURED, why) for name, bound in wanted]
+    out = []
+    if cov.min_queries_per_cell is not None:
+        exempt = set(cov.exempt_cells)
+        cells = [
+            (f"{c['intent']} x {c['doc_type']}", int(c["queries"]))
+            for c in report["cells"]
+            if f"{c['intent']} x {c['doc_type']}" not in exempt
+        ]
+        name, bound = wanted[0]
+        if not cells:
+            out.append(Check(name, "coverage", None, bound, UNMEASURED, "no cell to check"))
+        else:
+            low = min(n for _, n in cells)
+            short = sorted((c for c in cells if c[1] < cov.min_queries_per_cell),
+                           key=lambda c: (c[1], c[0]))  # fmt: skip
+            detail = (
+                f"{len(cells)} cells"
+                + (f", {len(exempt)} exempt" if exempt else "")
+                + (f"; short: {counted(short, 'cell', form=lambda c: f'{c[0]} {c[1]}')}"
+                   if short else "")
+            )  # fmt: skip
+            verdict = PASS if low >= cov.min_queries_per_cell else FAIL
+            out.append(Check(name, "coverage", float(low), bound, verdict, detail))
+    if cov.max_uncovered_traffic is not None:
+        name, bound = wanted[-1]
+        traffic = report.get("traffic")
+        if not isinstance(traffic, dict) or "uncovered_share" not in traffic:
+            why = f"{cov.report} has no production traffic (ragrig coverage --traffic LOG)"
+            out.append(Check(name, "coverage", None, bound, UNMEASURED, why))
+        else:
+            share = float(traffic["uncovered_share"])
+            uncovered = list(traffic.get("uncovered") or [])
+            detail = f"of {traffic.get('lines', '?')} lines; uncovered intents: " + (
+                counted(uncovered, "intent") if uncovered else "none"
+            )
+            verdict = PASS if share <= cov.max_uncovered_traffic else FAIL
+            out.append(Check(name, "coverage", share, bound, verdict, detail))
+    return out
+
+
 def run_checks(
     metrics_path: Path, cfg: GateConfig, baseline: Path | None = None
 ) -> tuple[dict, list[Check]]:
@@ -231,6 +335,7 @@ def run_checks(
     checks += cost_checks(metrics, cfg)
     checks += filter_checks(metrics, cfg)
     checks += regression_checks(per_query, base, cfg)
+    checks += coverage_checks(cfg)
     return metrics, checks
 
 

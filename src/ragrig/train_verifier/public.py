@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragrig.core.io import file_sha256
 from ragrig.judge.verifier_model import (
     CONTRADICT,
     LABELS,
@@ -36,7 +37,6 @@ from ragrig.judge.verifier_model import (
     SHIPPED_FROZEN,
     SUPPORT,
 )
-from ragrig.weights.models import sha256_file
 
 LABEL_IDS = {SUPPORT: 0, CONTRADICT: 1, NOT_ADDRESSED: 2, NOT_SUPPORTED: 3}
 EXAMPLES = "examples.jsonl.gz"
@@ -256,7 +256,7 @@ def export(model: Any, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     meta = {
         **meta,
         "weights": WEIGHTS,
-        "sha256": sha256_file(out / WEIGHTS),
+        "sha256": file_sha256(out / WEIGHTS),
         "bytes": (out / WEIGHTS).stat().st_size,
     }
     tmp_meta = out / (META + ".tmp")
@@ -317,7 +317,7 @@ def train(
         device=device,
         stop_after=stop_after,
     )
-    data_digest = sha256_file(examples_path)
+    data_digest = file_sha256(examples_path)
     fingerprint = hashlib.sha256(
         json.dumps(
             {

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 from pathlib import Path
+
+from ragrig.core.io import file_sha256
 
 PACKAGED = {
     # name: (distribution, module, relative path inside the module folder); module None: a
@@ -59,14 +60,6 @@ def _distribution_file(dist: str, rel: str, ref: str) -> Path:
     raise FileNotFoundError(f"{ref}: {rel} is not in the files of {dist}")
 
 
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def model_fingerprint(ref: str) -> dict[str, str]:
     """Pin what was loaded: package version for packaged models, plus a digest of the weights."""
     info = {"ref": ref}
@@ -76,5 +69,5 @@ def model_fingerprint(ref: str) -> dict[str, str]:
     path = Path(resolve_model(ref))
     weights = path if path.is_file() else next(iter(sorted(path.glob("*.safetensors"))), None)
     if weights is not None and weights.exists():
-        info["weights_sha256"] = sha256_file(weights)
+        info["weights_sha256"] = file_sha256(weights)
     return info
