@@ -1,5 +1,5 @@
 """Sub-commands of `ragrig` whose code loads only when they run: compare, tune-first-stage,
-ingest-fidelity, remote, warm, prepare, estimate, log, golden, neighbours, coverage, split."""
+ingest-fidelity, remote, warm, prepare, estimate, log, golden, neighbours, coverage, split, synth."""
 
 from __future__ import annotations
 
@@ -43,12 +43,14 @@ def add_parsers(sub: Any) -> None:
     from ragrig.cli.review import add_parser as add_golden
     from ragrig.cli.split import add_parser as add_split
     from ragrig.tools.neighbours import add_parser as add_neighbours
+    from ragrig.tools.testset import add_parser as add_synth
 
     add_log(sub)
     add_golden(sub)
     add_neighbours(sub)
     add_coverage(sub)
     add_split(sub)
+    add_synth(sub)
 
 
 def add_train_verifier(sub: Any) -> None:

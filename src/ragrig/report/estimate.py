@@ -138,7 +138,7 @@ def _shown(path: Path) -> str:
         return str(Path(path.parent.name) / path.name)
 
 
-def _price(model: str, prices: dict[str, Any], as_of: str, prompt: int, completion: int) -> float:
+def price(model: str, prices: dict[str, Any], as_of: str, prompt: int, completion: int) -> float:
     from ragrig.metrics.aggregate import cost_usd
     from ragrig.report.config import price_hint
 
@@ -152,11 +152,11 @@ def _part(stage, part, model, counter, prompts, calls_each, max_tokens, prices, 
     prompt = sum(counter.chat(m) for m in prompts) * calls_each
     calls = len(prompts) * calls_each
     completion = calls * max_tokens
-    usd = _price(model, prices, as_of, prompt, completion)
+    usd = price(model, prices, as_of, prompt, completion)
     return Part(stage, part, model, calls, prompt, completion, counter.kind, usd, notes)
 
 
-def _local_gguf(method_or_backend: str) -> bool:
+def local_gguf(method_or_backend: str) -> bool:
     return method_or_backend in ("torch_gguf", "llama_cpp")
 
 
@@ -272,7 +272,7 @@ def estimate(
 def generate_parts(gcfg, qids, texts, contexts, prices, as_of) -> list[Part]:
     from ragrig.generate.prompt import chat_messages
 
-    counter = TokenCounter(gcfg.model, _local_gguf(gcfg.method))
+    counter = TokenCounter(gcfg.model, local_gguf(gcfg.method))
     prompts = [chat_messages(gcfg.system_prompt, texts[q], contexts[q], gcfg.prompt) for q in qids]
     tail = (gcfg.max_tokens, prices, as_of)
     out = [_part("generate", "answers", gcfg.model, counter, prompts, 1, *tail, [])]
@@ -305,7 +305,7 @@ def judge_parts(jcfg, qids, texts, contexts, answers, max_answer_tokens, prices,
     from ragrig.judge.llm import judge_messages
 
     model = llm.model
-    counter = TokenCounter(model, _local_gguf(llm.backend))
+    counter = TokenCounter(model, local_gguf(llm.backend))
     prompts, unknown = [], 0
     for q in qids:
         answer = answers.get(q)
@@ -328,7 +328,7 @@ def claim_parts(jcfg, qids, texts, contexts, answers, max_answer_tokens, prices,
     from ragrig.judge.overlap import OverlapJudge
 
     v = jcfg.verifier
-    counter = TokenCounter(v.model, _local_gguf(v.backend))
+    counter = TokenCounter(v.model, local_gguf(v.backend))
     splitter = OverlapJudge(min_content_words=jcfg.min_content_words)
     prompts, cited, guessed = [], [], 0
     for q in qids:

@@ -1,0 +1,171 @@
+"""`ragrig synth` (ragrig.tools.testset): each kind's round trip decided by hand with a stand-in
+LLM and verifier, the reasons counted, near-duplicates dropped, the set written as BEIR data the
+parse stage reads, versioned; the dry run calls nothing. The real verifier reads one kept and
+one dropped pair (the shipped weights)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from ragrig.tools import testset as ts
+
+DOCS = {
+    "d1": "Aspirin reduces fever in adults. The trial enrolled 120 patients in Boston.",
+    "d2": "Ibuprofen is an anti-inflammatory drug. It was tested on 80 volunteers.",
+    "d3": "Boston hosts many hospitals. Fever clinics opened in 2019.",
+}
+
+
+def _tables(tmp_path):
+    docs = pd.DataFrame(
+        {"doc_id": list(DOCS), "title": ["", "", ""], "text": list(DOCS.values()),
+         "content": list(DOCS.values()), "source": ["t"] * 3, "content_hash": ["h"] * 3}
+    )  # fmt: skip
+    chunks = pd.DataFrame(
+        {"chunk_id": [f"{d}#0" for d in DOCS], "doc_id": list(DOCS), "text": list(DOCS.values()),
+         "start": [0] * 3, "end": [len(t) for t in DOCS.values()]}
+    )  # fmt: skip
+    queries = pd.DataFrame(
+        {"qid": ["q1"], "text": ["Is ibuprofen an anti-inflammatory drug?"], "claim_label": ["x"],
+         "n_gold": [1], "n_words": [4]}
+    )  # fmt: skip
+    paths = {}
+    for name, df in (("documents", docs), ("chunks", chunks), ("queries", queries)):
+        paths[name] = tmp_path / f"{name}.parquet"
+        df.to_parquet(paths[name])
+    return paths
+
+
+class FakeLLM:
+    """Answers by the passage it is shown (the first words of the user message pick it)."""
+
+    def __init__(self, replies):
+        self.replies = replies
+        self.calls = 0
+
+    def exchange(self, messages, schema, name, parse):
+        self.calls += 1
+        text = messages[-1]["content"]
+        for key, reply in self.replies.items():
+            if key in text:
+                if reply is None:
+                    return SimpleNamespace(status="timeout", verdict=None, cached=False)
+                return SimpleNamespace(status="ok", verdict=parse(json.dumps(reply))[0],
+                                       cached=False)  # fmt: skip
+        raise AssertionError(text)
+
+
+class WordVerifier:
+    """Supported when every content word of each answer sentence occurs in the passages."""
+
+    def judge(self, question, answer, passages):
+        words = ts.content_words(" ".join(passages))
+        claims = [s for s in answer.replace("No. ", "").split(". ") if s]
+        sup = [c for c in claims if ts.content_words(c) <= words]
+        return SimpleNamespace(extracted=claims, supported=sup,
+                               unsupported=[c for c in claims if c not in sup])  # fmt: skip
+
+
+def test_each_kinds_round_trip_with_its_reasons_counted(tmp_path):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(
+        chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+        queries=str(paths["queries"]), out=str(tmp_path / "set"), per_chunk=3, multi_hop=1,
+        min_chunk_words=5,
+    )  # fmt: skip
+    llm = FakeLLM({
+        "Passage A": {"question": "Where was the aspirin trial, and what hosts hospitals?",
+                      "answer": "The trial enrolled patients in Boston. Boston hosts hospitals."},
+        "Aspirin reduces": {"question": "What does Aspirin reduce in adults",
+                            "answer": "Aspirin reduces fever in adults. It enrolled 120 patients."},
+        "Ibuprofen is": {"question": "Is ibuprofen an anti-inflammatory drug?",  # the set has it
+                         "answer": "Ibuprofen is an anti-inflammatory drug."},
+        "Boston hosts": {"question": "What opened in 2019?",
+                         "answer": "Fever clinics opened in 2021."},  # not in its chunk
+    })  # fmt: skip
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    items = b.build()
+    rec = b.tally.record()
+    assert rec["per_chunk"] == {"attempted": 3, "kept": 1, "kept_share": pytest.approx(1 / 3),
+                                "dropped": {"answer_not_supported": 1, "near_duplicate": 1}}  # fmt: skip
+    # d1 and d3 share "boston"; the two-sentence answer needs both chunks
+    assert rec["multi_hop"]["kept"] == 1
+    kept = {i.kind: i for i in items}
+    assert kept["per_chunk"].question == "What does Aspirin reduce in adults?"
+    assert kept["per_chunk"].gold == {"d1": 1}
+    assert sorted(kept["multi_hop"].gold) == ["d1", "d3"]
+    # adversarial from the one kept per_chunk query
+    # "not" is a word the chunk lacks: the negated sentence is unsupported, kept
+    assert kept["negation"].question == "Is it true that Aspirin does not reduce fever in adults?"
+    assert kept["negation"].answer == "No. Aspirin reduces fever in adults."
+    assert kept["negation"].parent == kept["per_chunk"].qid
+    # the first sentence has no number: the second is edited, 120 -> 130 (the seed's choice of
+    # 121, 240, 130, 119: none in the chunk)
+    assert kept["quantifier"].question == "Is it true that it enrolled 130 patients?"
+    assert kept["quantifier"].answer == "No. It enrolled 120 patients."
+    assert kept["out_of_scope"].answer == ts.REFUSAL
+    assert kept["out_of_scope"].gold == {"d1": 0}
+    assert "Aspirin" not in kept["out_of_scope"].question
+    assert llm.calls == 4  # 3 chunks + 1 pair; the adversarial kinds call no model
+
+
+def test_the_set_is_beir_the_parse_stage_reads_and_versions_only_new_content(tmp_path):
+    from ragrig.dataset.beir import load_beir
+
+    paths = _tables(tmp_path)
+    docs = pd.read_parquet(paths["documents"])
+    items = [ts.Item("syn-per_chunk-1", "per_chunk", "What does aspirin reduce?",
+                     "Aspirin reduces fever.", ["d1#0"], {"d1": 1}),
+             ts.Item("syn-out_of_scope-1", "out_of_scope", "What does Oxvanel reduce?",
+                     ts.REFUSAL, ["d1#0"], {"d1": 0}, "syn-per_chunk-1")]  # fmt: skip
+    out = tmp_path / "set"
+    v1 = ts.write_set(out, items, docs, {"kinds": {}})
+    assert v1["version"] == 1 and v1["kinds"] == {"out_of_scope": 1, "per_chunk": 1}
+    data = load_beir(out, "synthetic")
+    assert data.queries == {"syn-per_chunk-1": "What does aspirin reduce?",
+                            "syn-out_of_scope-1": "What does Oxvanel reduce?"}  # fmt: skip
+    assert data.qrels == {"syn-per_chunk-1": {"d1": 1}, "syn-out_of_scope-1": {"d1": 0}}
+    assert data.query_metadata["syn-out_of_scope-1"]["kind"] == "out_of_scope"
+    assert data.query_metadata["syn-per_chunk-1"]["answer"] == "Aspirin reduces fever."
+    assert ts.write_set(out, items, docs, {"kinds": {}})["version"] == 1  # same content
+    assert ts.write_set(out, items[:1], docs, {"kinds": {}})["version"] == 2
+    lines = (out / "versions.jsonl").read_text().splitlines()
+    assert [json.loads(x)["queries"] for x in lines] == [2, 1]
+
+
+def test_the_dry_run_prices_the_calls_and_calls_nothing(tmp_path, capsys):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         per_chunk=2, multi_hop=1, min_chunk_words=5)  # fmt: skip
+
+    class NoCall:
+        def exchange(self, *a, **k):
+            raise AssertionError("a dry run called the model")
+
+    b = ts.Builder(cfg, llm=NoCall(), verifier=None)
+    lines = ts.dry_run(b, ts.Path("params.yaml"))
+    assert lines[1].split()[:2] == ["per_chunk", "2"] and lines[2].split()[:2] == ["multi_hop", "1"]
+    assert "(tokenizer)" in lines[1] and lines[-1].startswith("  total $0.0000")
+    assert b.verifier is None  # no model loaded
+
+
+def test_a_missing_input_or_an_unbuilt_kind_is_one_line(tmp_path):
+    from pydantic import ValidationError
+
+    with pytest.raises(ts.DataValidationError, match="run dvc repro chunk first"):
+        ts.Builder(ts.SynthConfig(chunks=str(tmp_path / "none.parquet")))
+    with pytest.raises(ValidationError, match="ambiguous"):
+        ts.SynthConfig(adversarial=["ambiguous"])
+
+
+def test_the_shipped_verifier_keeps_a_supported_answer_and_drops_a_contradicted_edit(tmp_path):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]))
+    b = ts.Builder(cfg)
+    passage = DOCS["d1"]
+    assert b.supported("What does aspirin reduce?", "Aspirin reduces fever in adults.", [passage])
+    assert not b.supported("Is it true?", "Aspirin does not reduce fever in adults.", [passage])
