@@ -57,6 +57,7 @@ BENCHMARKS = [
     "external",
     "consistency",
     "guardrails",
+    "coverage",
 ]
 QUICK_ARGS = {
     "bm25": ["--repeats", "1"],
@@ -88,6 +89,7 @@ QUICK_ARGS = {
     "external": [],
     "consistency": ["--samples", "2"],
     "guardrails": ["--per-hour", "1000"],
+    "coverage": ["--half-width", "0.2"],
 }
 SMOKE_DATASET = C.PROJECT_ROOT / "tests" / "fixtures" / "tiny_beir"
 # Benchmarks reading a dataset of their own, not a BEIR folder: they keep their default root,
@@ -272,6 +274,8 @@ SMOKE_ARGS = {
     "consistency": ["--smoke", "--samples", "2", "--workdir", "{tmp}/consistency"],
     # the injected day on the fixture's corpus, 200 lines an hour
     "guardrails": ["--smoke", "--workdir", "{tmp}/guardrails"],
+    # the fixture's 20 documents and their queries: the hand computation must agree
+    "coverage": ["--half-width", "0.2"],
     # parse, chunk and embed once each way: the server, the hand-off, the byte comparison
     "warm": ["--repeats", "1", "--target", "embed", "--workdir", "{tmp}"],
 }

@@ -656,3 +656,13 @@ def test_guardrails_benchmark_reads_every_guardrail_on_the_injected_day(smoke):
     for g in ("latency", "cost", "filter_false_exclusion"):
         assert per[g]["missed_hours"] == [] and per[g]["alerted_hours"] == per[g]["expected_hours"]
     assert r["false_alarms"] == len(r["false_alarm_lines"]) and r["exit"] == 1
+
+
+def test_coverage_benchmark_agrees_with_its_hand_computation(smoke):
+    r = _ok(smoke, "coverage")
+    assert r["agree"] == {"counts": True, "empty": True, "means": True, "needed": True}
+    assert r["half_width"] == 0.2
+    assert sum(c["queries"] for c in r["cells"]) == r["queries"] > 0
+    # every cell's size from its own values or the prior: at least 2, missing what it lacks
+    assert all(c["needed"] >= 2 and c["missing"] == max(0, c["needed"] - c["queries"])
+               for c in r["cells"])  # fmt: skip
