@@ -21,6 +21,7 @@ from ragrig.core.config import SECTIONS, Section, section_schema, validate_secti
 from ragrig.core.errors import ConfigError
 from ragrig.tools.calibrate.config import CalibrateConfig
 from ragrig.tools.gate import GateConfig
+from ragrig.tools.testset import SynthConfig
 from ragrig.traces.config import TracesConfig
 
 from ..conftest import PROJECT
@@ -128,6 +129,7 @@ def _walk_all() -> tuple[list[str], set]:
     problems += _model_problems(CalibrateConfig, "calibrate", seen)
     problems += _model_problems(GateConfig, "gate", seen)
     problems += _model_problems(TracesConfig, "traces", seen)
+    problems += _model_problems(SynthConfig, "synth", seen)
     return problems, seen
 
 

@@ -55,7 +55,9 @@ class BeirParser:
         check_not_development(root, dataset.split, list(data.qrels))
         queries = queries_table(data, claims)
         stats = parse_stats(data, claims, split=dataset.split)
-        stats["split_version"] = split_record(root, dataset.split)
+        version = split_record(root, dataset.split)  # a set `ragrig split` made
+        if version is not None:
+            stats["split_version"] = version
         if claims is not None:
             stats["surrogates_replaced"]["claims"] = in_claims.count
         return Parsed(
