@@ -60,12 +60,12 @@ class FakeLLM:
 
 
 class WordVerifier:
-    """Supported when every content word of each answer sentence occurs in the passages."""
+    """A sentence of the answer is supported when one passage holds all its content words."""
 
     def judge(self, question, answer, passages):
-        words = ts.content_words(" ".join(passages))
+        words = [ts.content_words(p) for p in passages]
         claims = [s for s in answer.replace("No. ", "").split(". ") if s]
-        sup = [c for c in claims if ts.content_words(c) <= words]
+        sup = [c for c in claims if any(ts.content_words(c) <= w for w in words)]
         return SimpleNamespace(extracted=claims, supported=sup,
                                unsupported=[c for c in claims if c not in sup])  # fmt: skip
 
@@ -110,7 +110,34 @@ def test_each_kinds_round_trip_with_its_reasons_counted(tmp_path):
     assert kept["out_of_scope"].answer == ts.REFUSAL
     assert kept["out_of_scope"].gold == {"d1": 0}
     assert "Aspirin" not in kept["out_of_scope"].question
+    # distractor: no other document shares a word with the question, BM25 ranks none
+    assert rec["distractor"]["dropped"] == {"no_rule_applies": 1}
     assert llm.calls == 4  # 3 chunks + 1 pair; the adversarial kinds call no model
+
+
+def test_a_distractor_takes_a_name_from_a_document_bm25_confuses_with_the_gold_one(tmp_path):
+    paths = _tables(tmp_path)
+    docs = pd.read_parquet(paths["documents"])
+    docs.loc[docs["doc_id"] == "d2", "text"] = "Ibuprofen may reduce pain in adults."
+    docs.to_parquet(paths["documents"])
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         queries=str(paths["queries"]), per_chunk=3, multi_hop=0,
+                         min_chunk_words=5, adversarial=["distractor"])  # fmt: skip
+    llm = FakeLLM({"Aspirin reduces": {"question": "What does Aspirin reduce in adults",
+                                       "answer": "Aspirin reduces fever in adults."},
+                   "Ibuprofen is": None, "Boston hosts": None})  # fmt: skip
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    kept = {i.kind: i for i in b.build()}
+    # d2 shares "reduce" and "adults": BM25 ranks it; its name replaces Aspirin, and the edited
+    # answer ("Ibuprofen reduces fever in adults.") is in no document: kept, with a refusal
+    assert kept["distractor"].question == "What does Ibuprofen reduce in adults?"
+    assert (kept["distractor"].answer, kept["distractor"].gold) == (ts.REFUSAL, {"d1": 0})
+    # a document that does say it: the edit is supported by the corpus, dropped
+    docs.loc[docs["doc_id"] == "d2", "text"] = "Ibuprofen reduces fever in adults."
+    docs.to_parquet(paths["documents"])
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    b.build()
+    assert b.tally.record()["distractor"]["dropped"] == {"corpus_supports_it": 1}
 
 
 def test_the_set_is_beir_the_parse_stage_reads_and_versions_only_new_content(tmp_path):

@@ -10,9 +10,11 @@ Kinds (conf/synth.yaml):
   question that needs both. Gold: both documents.
 * adversarial, derived by rule from kept per_chunk queries (no model call):
   **negation** ("Is it true that <a sentence of the answer, negated>?", reference "No. <the
-  sentence>"), **quantifier** (the same with one number of the sentence changed) and **out_of_scope** (a name
-  of the question replaced by one the corpus never mentions; reference: a refusal, no gold
-  document: its source document judged 0).
+  sentence>"), **quantifier** (the same with one number of the sentence changed),
+  **out_of_scope** (a name of the question replaced by one the corpus never mentions; reference:
+  a refusal, no gold document: its source document judged 0) and **distractor** (a name of the
+  question found in its chunk replaced by a name from a document BM25 ranks high for the
+  question, so retrieval meets that document; reference a refusal as for out_of_scope).
 
 **The round trip**: every generated query is checked before it is kept, and the reason of each
 drop is counted per kind:
@@ -22,8 +24,8 @@ drop is counted per kind:
 * multi_hop: supported by the two chunks together, and by neither alone (else
   `answerable_by_one`);
 * negation / quantifier: the edited statement must not be supported by the gold chunk;
-* out_of_scope: the edited answer must be supported by none of the corpus's top BM25 passages
-  for the edited question (`out_of_scope_k`);
+* out_of_scope, distractor: the edited answer must be supported by none of the corpus's top BM25
+  passages for the edited question (`out_of_scope_k`);
 * per_chunk and multi_hop: the question must stand alone (it does not point at "the passage",
   and holds at least two content words of its passages), else `not_standalone`;
 * every kind: a query whose content words overlap an existing query's (the dataset's, or one
@@ -61,8 +63,8 @@ from ragrig.core.config import Section, Seed
 from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.judge.config import LLMJudgeConfig, LLMJudgeLlamaCpp
 
-KINDS = ("per_chunk", "multi_hop", "negation", "quantifier", "out_of_scope")
-ADVERSARIAL = ("negation", "quantifier", "out_of_scope")
+KINDS = ("per_chunk", "multi_hop", "negation", "quantifier", "out_of_scope", "distractor")
+ADVERSARIAL = ("negation", "quantifier", "out_of_scope", "distractor")
 SPLIT = "synthetic"
 REFUSAL = "The documents do not say."
 # names no corpus is expected to hold; one the corpus does hold is never used
@@ -96,7 +98,7 @@ class SynthConfig(Section):
     seed: Seed = 13
     per_chunk: int = Field(20, ge=0, description="chunks asked for a question each")
     multi_hop: int = Field(5, ge=0, description="chunk pairs asked for a question each")
-    adversarial: list[Literal["negation", "quantifier", "out_of_scope"]] = Field(
+    adversarial: list[Literal["negation", "quantifier", "out_of_scope", "distractor"]] = Field(
         default_factory=lambda: list(ADVERSARIAL)
     )
     min_chunk_words: int = Field(30, ge=1, description="shorter chunks are not asked")
@@ -401,6 +403,7 @@ class Builder:
 
     def _adversarial(self, kind: str, parent: Item) -> Item | None:
         from ragrig.core.text import split_sentences
+        from ragrig.judge import entities as ent
         from ragrig.judge import perturb
 
         row = int(self.chunks.index[self.chunks["chunk_id"].astype(str) == parent.chunks[0]][0])
@@ -427,13 +430,22 @@ class Builder:
                 return None
             item = Item(self._qid(kind, parent.qid), kind, question, f"No. {sentence}",
                         parent.chunks, dict(parent.gold), parent.qid)  # fmt: skip
-        else:  # out_of_scope
+        else:  # out_of_scope, distractor
             names = perturb.swappable_names(parent.question)
-            fresh = [n for n in INVENTED if n.lower() not in self._vocabulary()]
-            if not names or not fresh:
+            if kind == "out_of_scope":
+                pool = [n for n in INVENTED if n.lower() not in self._vocabulary()]
+            else:  # names of the documents retrieval confuses with the gold one
+                names = [n for n in names if n in passage]
+                ids = self.documents["doc_id"].astype(str).tolist()
+                pool = sorted(
+                    {n for r in self._corpus_rows(parent.question) if ids[r] not in parent.gold
+                     for n in ent.names(self._texts[r]) if n not in passage and n.lower() not in
+                     parent.question.lower()}
+                )  # fmt: skip
+            if not names or not pool:
                 self.tally.drop(kind, "no_rule_applies")
                 return None
-            target, new = names[0], rng.choice(fresh)
+            target, new = names[0], rng.choice(pool)
             question = parent.question.replace(target, new, 1)
             edited = answer.replace(target, new) if target in answer else f"{new}: {answer}"
             if self.supported(question, edited, self._corpus_hits(question)):
@@ -455,7 +467,8 @@ class Builder:
             } | {w for t in self.documents["title"].astype(str) for w in words.findall(t.lower())}
         return self._vocab
 
-    def _corpus_hits(self, question: str) -> list[str]:
+    def _corpus_rows(self, question: str) -> list[int]:
+        """Rows of the documents table BM25 ranks highest for `question` (out_of_scope_k)."""
         if not hasattr(self, "_bm25"):
             from ragrig.index.sparse import Bm25sIndex
             from ragrig.training.split import MiningConfig
@@ -467,7 +480,10 @@ class Builder:
             ]  # fmt: skip
             self._bm25 = Bm25sIndex.build(self._texts, MiningConfig())
         _, rows = self._bm25.search([question], self.cfg.out_of_scope_k)
-        return [self._texts[r] for r in rows[0] if r >= 0]
+        return [int(r) for r in rows[0] if r >= 0]
+
+    def _corpus_hits(self, question: str) -> list[str]:
+        return [self._texts[r] for r in self._corpus_rows(question)]
 
 
 def write_set(out: Path, items: list[Item], documents: Any, record: dict[str, Any]) -> dict:
