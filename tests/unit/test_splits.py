@@ -171,3 +171,15 @@ def test_the_parse_stage_records_the_parts_version_and_refuses_a_marked_query(tm
     assert capsys.readouterr().err.strip() == (
         "ragrig split: error: --parts 'a=0.5,a=0.5': part 'a' named twice"
     )
+
+
+def test_a_tuning_command_marks_its_queries_only_in_a_set_ragrig_split_made(tmp_path):
+    queries = {f"q{i}": f"question {i}" for i in range(6)}
+    root = _set(tmp_path / "set", queries, {f"q{i}": {f"d{i}": 1} for i in range(6)})
+    assert sp.record_tuning(root, ["q1"], "tuned") is None  # not split by ragrig: not written
+    assert not (root / sp.LEDGER).exists()
+    sp.split(root, "test", {"development": 0.5, "release": 0.5}, seed=13)
+    got = sp.record_tuning(root, ["q1", "q2"], "tune-first-stage chose on them")
+    assert (got["added"], got["already"]) == (["q1", "q2"], 0)
+    assert sp.read_ledger(root).reasons == {"q1": "tune-first-stage chose on them",
+                                            "q2": "tune-first-stage chose on them"}  # fmt: skip

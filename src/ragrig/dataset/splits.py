@@ -11,7 +11,8 @@ A BEIR-layout set's judged queries (``qrels/<source>.tsv``) are split into named
   on both sides of a decision.
 * **Development is sticky.** A query that guided tuning (a threshold fitted, a prompt chosen, a
   failure read) is marked in the set's ledger, ``development.jsonl``
-  (`mark_development`); from then on its group goes to the ``development`` part in every
+  (`mark_development`; `ragrig tune-first-stage` marks the queries it chose on by itself,
+  `record_tuning`); from then on its group goes to the ``development`` part in every
   version, and a run that evaluates any other part holding a marked query is refused at parse
   (`check_not_development`).
 * **Assignment** is deterministic: groups in an order fixed by the seed (sha256 of the seed and
@@ -227,6 +228,14 @@ def mark_development(root: Path, qids: Sequence[str], reason: str) -> dict[str, 
         "already": len(qids) - len(new),
         "held": {k: v for k, v in held.items() if v},
     }
+
+
+def record_tuning(root: Path, qids: Sequence[str], reason: str) -> dict[str, Any] | None:
+    """A tuning command's queries marked development in a set `ragrig split` made (None for any
+    other set: its folder is not ragrig's to write, e.g. a shared download)."""
+    if not (root / VERSIONS).is_file():
+        return None
+    return mark_development(root, list(qids), reason)
 
 
 def queries_of(root: Path) -> dict[str, str]:

@@ -516,6 +516,17 @@ def cmd_tune(args: Any) -> int:
         for path in write_choice(Path(args.conf), result, name, fingerprint):
             print(f"wrote {path}")
         print("run `make params` (python -m ragrig params write) to update params.yaml")
+        from ragrig.dataset.splits import record_tuning
+
+        marked = record_tuning(
+            root or Path(ds.get("root", "")), train.query_ids, "tune-first-stage chose on them"
+        )
+        if marked is not None:
+            print(
+                f"tune-first-stage: {len(marked['added'])} queries it chose on marked development "
+                f"({marked['already']} were already): they leave every measured part at the next "
+                "ragrig split"
+            )
     if args.evaluate_test:
         # read only now, after the choice is made and written: reported, never used to choose
         _, test = load_split(params, "test", root)
