@@ -95,3 +95,57 @@ def test_production_traffic_is_the_target_and_its_uncovered_share_is_named(tmp_p
         "production traffic (10 lines, 1 left out; slice 'intent'): 0.200 of it in intents the "
         "set does not cover (c 0.200)"
     )
+
+
+def _ontology(tmp_path, text):
+    path = tmp_path / "ontology.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_an_ontology_makes_every_branch_a_row_and_names_intents_it_lacks(tmp_path):
+    from ragrig.metrics.coverage import branch_shares, branches, read_ontology
+
+    parents = read_ontology(
+        _ontology(
+            tmp_path,
+            "billing: null\nrefunds: billing\ninvoices: billing\nlate_refunds: refunds\n"
+            "support: null\nlogin: support\n",
+        )
+    )
+    assert parents["late_refunds"] == "refunds" and parents["support"] is None
+    intents = {"q1": "late_refunds", "q2": "invoices", "q3": "invoices", "q4": "weather"}
+    got, rows, unknown = branches(intents, parents, 2)
+    assert got == {"q1": "billing/refunds", "q2": "billing/invoices", "q3": "billing/invoices",
+                   "q4": "unknown"}  # fmt: skip
+    assert rows == ["billing", "billing/invoices", "billing/refunds", "support", "support/login"]
+    assert unknown == {"weather": 1}
+    m = matrix(got, dict.fromkeys(got, "all"), half_width=0.1, rows=rows)
+    assert m["empty_rows"] == ["billing", "support", "support/login"]
+    assert m["counts"]["all"].to_dict() == {
+        "billing": 0, "billing/invoices": 2, "billing/refunds": 1, "support": 0,
+        "support/login": 0, "unknown": 1,
+    }  # fmt: skip
+    assert branches(intents, parents, 1)[0]["q1"] == "billing"
+    # production's intents summed on the same branches
+    assert branch_shares({"late_refunds": 0.2, "refunds": 0.3, "login": 0.4, "x": 0.1},
+                         parents, 1) == {"billing": 0.5, "support": 0.4, "unknown": 0.1}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: null\nb: c\n", "'b' has the unknown parent 'c' (not a node)"),
+        ("a: b\nb: c\nc: a\n", "a cycle (a -> b -> c -> a)"),
+        ("a: a\n", "a cycle (a -> a)"),
+        ("- a\n- b\n", "expected a mapping of each intent to its parent"),
+        ("a: [b]\n", "the parent of 'a' is a list, not a node name"),
+        ("a: null\nb: c: d\n", "line 2: not readable"),
+    ],
+)
+def test_an_ontology_with_a_cycle_or_an_unknown_parent_is_one_line(tmp_path, text, message):
+    from ragrig.metrics.coverage import read_ontology
+
+    with pytest.raises(DataValidationError, match="ontology .*") as exc:
+        read_ontology(_ontology(tmp_path, text))
+    assert message in str(exc.value) and "\n" not in str(exc.value)

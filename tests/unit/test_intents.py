@@ -77,3 +77,41 @@ def test_the_command_measures_the_classifier_then_labels_the_queries(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "intent classifier: nearest prototype of 16 labelled texts, 2 intents" in proc.stdout
     assert "intent by the classifier" in proc.stdout and "health" in proc.stdout
+
+
+def test_the_command_reads_an_ontology_and_lists_the_branches_no_query_falls_in(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from ..conftest import BIN, project_env
+
+    data = _parse_outputs(tmp_path / "data")
+    path = data / "parse" / "queries.parquet"
+    queries = pd.read_parquet(path)
+    queries["intent"] = ["mars" if "Mars" in t else "other" for t in queries["text"]]
+    queries.to_parquet(path)
+    n_mars = int((queries["intent"] == "mars").sum())
+    onto = tmp_path / "ontology.yaml"
+    onto.write_text("space: null\nmars: space\nmoon: space\nhealth: null\n")
+    out = tmp_path / "c.json"
+    cmd = [str(BIN / "python"), "-m", "ragrig", "coverage", "--intent", "intent", "--ontology",
+           str(onto), "--data", str(data), "--per-query", str(tmp_path / "none.parquet"),
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=project_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    n_other = len(queries) - n_mars
+    assert (
+        f"ontology {onto}: rows are its 2 branches at depth 1; {n_other} queries of 1 intents "
+        f"it does not name (other {n_other}) in the row 'unknown'"
+    ) in proc.stdout
+    assert "rows with no query at all: 1 (health)" in proc.stdout
+    record = json.loads(out.read_text())
+    assert record["counts"]["space"] == {"all": n_mars}
+    assert record["ontology"]["unknown_intents"] == {"other": n_other}
+    onto.write_text("space: null\nmars: planets\n")
+    proc = subprocess.run(cmd, env=project_env(), capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"ragrig coverage: error: ontology {onto}: 'mars' has the unknown parent 'planets' "
+        "(not a node)"
+    )

@@ -82,6 +82,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             intents = cov.intents_from(queries, args.intent)
         else:
             raise DataValidationError("give --intent COLUMN or --intent-sample FILE")
+        rows: list[str] = []
+        unknown: dict[str, int] = {}
+        parents: dict[str, str | None] = {}
+        if args.ontology:
+            parents = cov.read_ontology(args.ontology)
+            intents, rows, unknown = cov.branches(intents, parents, args.branch_depth)
         types = cov.types_from(qrels, documents, args.doc_type, list(intents))
         values = None
         per_query = Path(args.per_query)
@@ -89,7 +95,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             import pandas as pd
 
             values = cov.values_from(pd.read_parquet(per_query), f"axis/{args.axis}")
-        m = cov.matrix(intents, types, values, args.half_width, args.level)
+        m = cov.matrix(intents, types, values, args.half_width, args.level, rows=rows)
     except RagrigError as exc:
         print(f"ragrig coverage: error: {exc}", file=sys.stderr)
         return 2
@@ -99,9 +105,20 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         f"{args.doc_type or 'none given'}, axis {args.axis} "
         f"({'from ' + str(per_query) if values is not None else 'no run: sizes from the prior'})"
     )
+    if args.ontology:
+        print(
+            f"ontology {args.ontology}: rows are its {len(rows)} branches at depth "
+            f"{args.branch_depth}"
+            + (f"; {sum(unknown.values())} queries of {len(unknown)} intents it does not name "
+               f"({', '.join(f'{k} {n}' for k, n in unknown.items())}) in the row "
+               f"{cov.UNKNOWN!r}" if unknown else "")
+        )  # fmt: skip
     for line in cov.format_matrix(m):
         print(line)
     record = {k: v for k, v in m.items() if k != "counts"}
+    if args.ontology:
+        record["ontology"] = {"file": str(args.ontology), "depth": args.branch_depth,
+                              "branches": rows, "unknown_intents": unknown}  # fmt: skip
     # the gate reads this report only for the query set it was made of
     record["queries_sha256"] = file_sha256(data / "parse" / "queries.parquet")
     record["counts"] = m["counts"].to_dict(orient="index")
@@ -111,6 +128,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         except RagrigError as exc:
             print(f"ragrig coverage: error: {exc}", file=sys.stderr)
             return 2
+        if args.ontology:  # production's intents on the same branches as the set's
+            shares = cov.branch_shares(shares, parents, args.branch_depth)
         t = cov.traffic_coverage(shares, intents)
         print("")
         for line in cov.format_traffic(t, lines, left_out, args.traffic_key):
@@ -138,6 +157,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--holdout", type=float, default=0.3, help="with --intent-sample")
     p.add_argument("--params", default="params.yaml", help="with --intent-sample: the embedder")
+    p.add_argument(
+        "--ontology",
+        default=None,
+        help="a YAML/JSON mapping of each intent to its parent (null at a root): rows become "
+        "its branches, a branch with no query an empty row",
+    )
+    p.add_argument("--branch-depth", type=int, default=1, help="with --ontology: levels kept")
     p.add_argument("--doc-type", default=None, help="the documents-table column of the type")
     p.add_argument("--axis", default="faithfulness", help="faithfulness | relevance | correctness")
     p.add_argument("--half-width", type=float, default=0.05, help="the decision's tolerance")

@@ -21,6 +21,14 @@ Production traffic as the target (`traffic_coverage`): the share of a log's line
 (`ragrig coverage --traffic` reads it) beside the set's own share; the intents production uses
 that the set has no query of are named with their summed share (the **uncovered share**), and
 those the set holds that production never asks.
+
+An **ontology** (`ragrig coverage --ontology FILE`, `read_ontology`) names the intents a set
+should cover and how they nest: a YAML or JSON mapping of each node to its parent (null at a
+root). A query's **branch** is its intent's path from the root cut at `depth` ("billing/refunds"
+at depth 2); the matrix's rows are then every branch of the ontology at that depth, so a branch
+no query falls in is an empty row, listed, rather than absent. A query whose intent the ontology
+does not name falls in the branch `unknown`, counted and named. A parent that is not a node, a
+cycle, or a file that is not such a mapping is one line naming the file and the node.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +46,7 @@ from ragrig.core.errors import DataValidationError
 
 PRIOR_SD = 0.5
 NO_GOLD = "none"
+UNKNOWN = "unknown"
 
 
 def z_of(level: float) -> float:
@@ -85,6 +95,88 @@ def doc_types(
     return out
 
 
+def read_ontology(path: Any) -> dict[str, str | None]:
+    """node -> parent (None at a root) from a YAML or JSON file (module doc), checked: every
+    parent a node, no cycle."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataValidationError(f"ontology {path}: not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" line {where.line + 1}" if where is not None else ""
+        raise DataValidationError(
+            f"ontology {path}{at}: not readable ({type(exc).__name__})"
+        ) from None
+    if not isinstance(data, dict) or not data:
+        raise DataValidationError(
+            f"ontology {path}: expected a mapping of each intent to its parent (null at a root)"
+        )
+    parents: dict[str, str | None] = {}
+    for node, parent in data.items():
+        if parent is not None and not isinstance(parent, str | int | float):
+            raise DataValidationError(
+                f"ontology {path}: the parent of {node!r} is a {type(parent).__name__}, not a "
+                "node name (write node: parent, null at a root)"
+            )
+        parents[str(node)] = None if parent is None or str(parent) == "" else str(parent)
+    for node, parent in parents.items():
+        if parent is not None and parent not in parents:
+            raise DataValidationError(
+                f"ontology {path}: {node!r} has the unknown parent {parent!r} (not a node)"
+            )
+    for node in parents:
+        seen = [node]
+        up = parents[node]
+        while up is not None:
+            if up in seen:
+                loop = " -> ".join([*seen[seen.index(up) :], up])
+                raise DataValidationError(f"ontology {path}: a cycle ({loop})")
+            seen.append(up)
+            up = parents[up]
+    return parents
+
+
+def branch_of(node: str, parents: Mapping[str, str | None], depth: int) -> str:
+    """The node's path from its root, cut at `depth` levels ("a/b")."""
+    path = [node]
+    while parents[path[-1]] is not None:
+        path.append(str(parents[path[-1]]))
+    return "/".join(list(reversed(path))[:depth])
+
+
+def branches(
+    intents: Mapping[str, str], parents: Mapping[str, str | None], depth: int
+) -> tuple[dict[str, str], list[str], dict[str, int]]:
+    """(qid -> branch, every branch of the ontology at `depth` in order, intents the ontology
+    does not name -> queries): the matrix's rows with an ontology (module doc)."""
+    if depth < 1:
+        raise DataValidationError(f"branch depth {depth}: the first level is 1")
+    out: dict[str, str] = {}
+    unknown: Counter = Counter()
+    for q, intent in intents.items():
+        if intent in parents:
+            out[q] = branch_of(intent, parents, depth)
+        else:
+            out[q] = UNKNOWN
+            unknown[intent] += 1
+    rows = sorted({branch_of(n, parents, depth) for n in parents})
+    return out, rows, dict(sorted(unknown.items()))
+
+
+def branch_shares(
+    shares: Mapping[str, float], parents: Mapping[str, str | None], depth: int
+) -> dict[str, float]:
+    """Production's share per intent summed per branch (an intent not named: `unknown`)."""
+    out: Counter = Counter()
+    for k, v in shares.items():
+        out[branch_of(k, parents, depth) if k in parents else UNKNOWN] += v
+    return dict(sorted(out.items()))
+
+
 def matrix(
     intents: Mapping[str, str],
     types: Mapping[str, str],
@@ -93,13 +185,15 @@ def matrix(
     level: float = 0.95,
     seed: int = 13,
     resamples: int = 1000,
+    rows: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The cells (module doc): counts, empty cells, per cell its mean, interval and size."""
+    """The cells (module doc): counts, empty cells, per cell its mean, interval and size.
+    `rows` are intents (or branches) listed even where no query has them."""
     from ragrig.metrics.bootstrap import bootstrap_ci
 
     check_half_width(half_width)
     qids = sorted(intents)
-    rows = sorted({intents[q] for q in qids})
+    rows = sorted({intents[q] for q in qids} | set(rows))
     cols = sorted({types.get(q, NO_GOLD) for q in qids})
     cells = []
     no_interval = 0
@@ -134,6 +228,7 @@ def matrix(
         "counts": counts,
         "cells": cells,
         "empty": [(x["intent"], x["doc_type"]) for x in cells if x["queries"] == 0],
+        "empty_rows": [r for r in rows if not any(intents[q] == r for q in qids)],
         "no_interval": no_interval,
         "half_width": half_width,
         "level": level,
@@ -158,6 +253,10 @@ def format_matrix(m: dict[str, Any]) -> list[str]:
         )
     empty = ", ".join(f"{r} x {c}" for r, c in m["empty"]) or "none"
     out.append(f"empty cells: {len(m['empty'])} ({empty})")
+    if m.get("empty_rows"):
+        out.append(
+            f"rows with no query at all: {len(m['empty_rows'])} ({', '.join(m['empty_rows'])})"
+        )
     short = [x for x in m["cells"] if x["missing"]]
     out.append(
         f"for a half-width of {m['half_width']:g} at {m['level']:.0%}: {len(short)} of "
