@@ -86,6 +86,7 @@ def test_each_kinds_round_trip_with_its_reasons_counted(tmp_path):
                          "answer": "Ibuprofen is an anti-inflammatory drug."},
         "Boston hosts": {"question": "What opened in 2019?",
                          "answer": "Fever clinics opened in 2021."},  # not in its chunk
+        "Question: What does Aspirin": {"question": "In adults, what is reduced by Aspirin?"},
     })  # fmt: skip
     b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
     items = b.build()
@@ -112,7 +113,18 @@ def test_each_kinds_round_trip_with_its_reasons_counted(tmp_path):
     assert "Aspirin" not in kept["out_of_scope"].question
     # distractor: no other document shares a word with the question, BM25 ranks none
     assert rec["distractor"]["dropped"] == {"no_rule_applies": 1}
-    assert llm.calls == 4  # 3 chunks + 1 pair; the adversarial kinds call no model
+    # "Aspirin" has no number and one word: no shorter mention of it
+    assert rec["ambiguous"]["dropped"] == {"no_rule_applies": 1}
+    # the rewording keeps the name, the parent's answer and gold
+    para = kept["paraphrase"]
+    assert para.question == "In adults, what is reduced by Aspirin?"
+    assert (para.answer, para.gold, para.parent) == (
+        kept["per_chunk"].answer,
+        {"d1": 1},
+        kept["per_chunk"].qid,
+    )
+    assert llm.calls == 5  # 3 chunks + 1 pair + 1 paraphrase; the other adversarial kinds none
+    assert b.notes == []
 
 
 def test_a_distractor_takes_a_name_from_a_document_bm25_confuses_with_the_gold_one(tmp_path):
@@ -185,8 +197,8 @@ def test_a_missing_input_or_an_unbuilt_kind_is_one_line(tmp_path):
 
     with pytest.raises(ts.DataValidationError, match="run dvc repro chunk first"):
         ts.Builder(ts.SynthConfig(chunks=str(tmp_path / "none.parquet")))
-    with pytest.raises(ValidationError, match="ambiguous"):
-        ts.SynthConfig(adversarial=["ambiguous"])
+    with pytest.raises(ValidationError, match="hyperbole"):
+        ts.SynthConfig(adversarial=["hyperbole"])
 
 
 def test_the_shipped_verifier_keeps_a_supported_answer_and_drops_a_contradicted_edit(tmp_path):
@@ -196,3 +208,80 @@ def test_the_shipped_verifier_keeps_a_supported_answer_and_drops_a_contradicted_
     passage = DOCS["d1"]
     assert b.supported("What does aspirin reduce?", "Aspirin reduces fever in adults.", [passage])
     assert not b.supported("Is it true?", "Aspirin does not reduce fever in adults.", [passage])
+
+
+def test_an_ambiguous_mention_names_the_corpus_readings_it_fits(tmp_path):
+    paths = _tables(tmp_path)
+    docs = pd.DataFrame(
+        {"doc_id": ["d1", "d2", "d3", "d4"], "title": ["", "", "", ""],
+         "text": ["TLR4 binds lipopolysaccharide in macrophages of the lung.",
+                  "The receptor TLR2 senses lipoproteins.", "We measured TLR-9 in B cells.",
+                  "TLR4 and Boston were both mentioned."],
+         "content": ["x"] * 4, "source": ["t"] * 4, "content_hash": ["h"] * 4}
+    )  # fmt: skip
+    docs.to_parquet(paths["documents"])
+    chunks = pd.DataFrame({"chunk_id": ["d1#0"], "doc_id": ["d1"], "text": [docs["text"][0]],
+                           "start": [0], "end": [10]})  # fmt: skip
+    chunks.to_parquet(paths["chunks"])
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         queries=str(paths["queries"]), per_chunk=1, multi_hop=0,
+                         min_chunk_words=5, adversarial=["ambiguous", "paraphrase"])  # fmt: skip
+    llm = FakeLLM({"Passage:": {"question": "What does TLR4 bind in macrophages?",
+                                "answer": "TLR4 binds lipopolysaccharide in macrophages."},
+                   # the rewording lost the name: its meaning is not the parent's
+                   "Question:": {"question": "What does the receptor bind in macrophages?"}})  # fmt: skip
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    kept = {i.kind: i for i in b.build()}
+    amb = kept["ambiguous"]
+    assert amb.question == "What does TLR bind in macrophages?"
+    # TLR2 (d2) and TLR-9 (d3) are other readings; TLR4's own document d4 is not one
+    assert amb.answer == (
+        "The question is ambiguous: TLR may mean TLR4, TLR-9, TLR2 in the documents; an answer "
+        "should say which it means."
+    )
+    assert amb.gold == {"d1": 1, "d2": 1, "d3": 1}
+    assert b.tally.record()["paraphrase"]["dropped"] == {"meaning_changed": 1}
+    assert ts.mention_of("Boston University")[0] == "Boston" and ts.mention_of("Aspirin") is None
+    # no other reading in the corpus: not ambiguous
+    docs.loc[1:2, "text"] = ["The receptor senses lipoproteins.", "We measured it in B cells."]
+    docs.to_parquet(paths["documents"])
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    b.build()
+    assert b.tally.record()["ambiguous"]["dropped"] == {"not_ambiguous": 1}
+
+
+def test_one_question_for_every_chunk_and_a_corpus_too_small_for_pairs_are_said(tmp_path):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         queries=str(paths["queries"]), per_chunk=3, multi_hop=5,
+                         min_chunk_words=5, adversarial=[])  # fmt: skip
+    same = {"question": "What is this about?", "answer": "Fever."}
+    b = ts.Builder(cfg, llm=FakeLLM({"Passage": same}), verifier=WordVerifier())
+    b.build()
+    assert b.notes == [
+        "multi-hop: 1 of 5 chunk pairs found (a pair is two chunks of different documents, 5 "
+        "words or more, sharing a content word): the corpus is too small for more",
+        "per_chunk: the generator wrote the same question for 3 of the 3 chunks ('what is this "
+        "about'): it is not reading them; all but one dropped as near-duplicates",
+    ]
+    b = ts.Builder(cfg, llm=FakeLLM({"Passage": None}), verifier=WordVerifier())
+    assert b.build() == []
+    assert b.notes[-1] == (
+        "per_chunk: the generator returned no question for any of the 3 chunks (call timeout 3)"
+    )
+
+
+def test_the_build_reports_its_calls_cost_per_kept_query(tmp_path):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         queries=str(paths["queries"]), per_chunk=1, multi_hop=0,
+                         min_chunk_words=5, adversarial=[])  # fmt: skip
+    b = ts.Builder(cfg, llm=None, verifier=WordVerifier())
+    b.spent.update(prompt_tokens=300, completion_tokens=60, seconds=3.0)
+    got = ts.spending(b, ts.Path("params.yaml"), kept=3)
+    assert got["per_kept_query"] == {"prompt_tokens": 100.0, "completion_tokens": 20.0,
+                                     "seconds": 1.0, "usd": 0.0}  # fmt: skip
+    assert got["total"]["usd"] == 0.0 and got["total"]["unpriced"] == ""
+    b.cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"model": "nobody/priced"})})
+    got = ts.spending(b, ts.Path("params.yaml"), kept=3)
+    assert got["total"]["usd"] is None and "nobody/priced" in got["total"]["unpriced"]

@@ -14,7 +14,14 @@ Kinds (conf/synth.yaml):
   **out_of_scope** (a name of the question replaced by one the corpus never mentions; reference:
   a refusal, no gold document: its source document judged 0) and **distractor** (a name of the
   question found in its chunk replaced by a name from a document BM25 ranks high for the
-  question, so retrieval meets that document; reference a refusal as for out_of_scope).
+  question, so retrieval meets that document; reference a refusal as for out_of_scope),
+  **ambiguous** (a name of the question replaced by a shorter mention the corpus uses for
+  several things: the letters before a name's number, "TLR" for TLR4, or a multi-word name's
+  first word; kept when the corpus's documents name at least one other thing the mention fits,
+  the readings; reference: the mention's readings named, gold: the parent's documents and each
+  reading's first document).
+* **paraphrase** (near-duplicate phrasing): a kept per_chunk question reworded by the LLM, the
+  same answer and gold; a system should answer both alike.
 
 **The round trip**: every generated query is checked before it is kept, and the reason of each
 drop is counted per kind:
@@ -26,6 +33,9 @@ drop is counted per kind:
 * negation / quantifier: the edited statement must not be supported by the gold chunk;
 * out_of_scope, distractor: the edited answer must be supported by none of the corpus's top BM25
   passages for the edited question (`out_of_scope_k`);
+* ambiguous: the mention fits another name of the corpus's documents (else `not_ambiguous`);
+* paraphrase: it keeps every name and number of its parent (else `meaning_changed`) and is not
+  the parent's text again (`same_as_parent`);
 * per_chunk and multi_hop: the question must stand alone (it does not point at "the passage",
   and holds at least two content words of its passages), else `not_standalone`;
 * every kind: a query whose content words overlap an existing query's (the dataset's, or one
@@ -35,7 +45,10 @@ drop is counted per kind:
 Each LLM call is cached by content (the judge's call cache), so a killed run resumes where it
 stopped and a rerun with the same settings makes no call. `--dry-run` prints the calls, prompt
 tokens (the local model's tokenizer, else estimated) and price at `report.prices` without
-calling anything.
+calling anything. After a build, the calls' tokens, price and seconds are reported in total and
+per kept query (a call answered from the cache costs nothing again). A generator that returns
+the same question for most chunks, or nothing usable at all, and a corpus with no pair of
+documents to ask a multi-hop question of, are each said in one line and counted.
 
 The set: ``<out>/corpus.jsonl.gz`` (the parsed documents), ``queries.jsonl`` (metadata:
 `synthetic` true, `kind`, `answer` the reference, `source_chunks`), ``qrels/synthetic.tsv``,
@@ -63,8 +76,12 @@ from ragrig.core.config import Section, Seed
 from ragrig.core.errors import ConfigError, DataValidationError
 from ragrig.judge.config import LLMJudgeConfig, LLMJudgeLlamaCpp
 
-KINDS = ("per_chunk", "multi_hop", "negation", "quantifier", "out_of_scope", "distractor")
-ADVERSARIAL = ("negation", "quantifier", "out_of_scope", "distractor")
+KINDS = ("per_chunk", "multi_hop", "negation", "quantifier", "out_of_scope", "distractor",
+         "ambiguous", "paraphrase")  # fmt: skip
+ADVERSARIAL = ("negation", "quantifier", "out_of_scope", "distractor", "ambiguous", "paraphrase")
+AdversarialKind = Literal[
+    "negation", "quantifier", "out_of_scope", "distractor", "ambiguous", "paraphrase"
+]
 SPLIT = "synthetic"
 REFUSAL = "The documents do not say."
 # names no corpus is expected to hold; one the corpus does hold is never used
@@ -75,7 +92,16 @@ QA_SCHEMA = {
     "required": ["question", "answer"],
     "additionalProperties": False,
 }
+Q_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string"}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
 SYSTEM = "You write test questions for a document search system. Reply with JSON only."
+MAX_READINGS = 3  # an ambiguous mention's other readings named and judged at most
+# the same question written for this share of the chunks asked: the generator is not reading them
+SAME_QUESTION_SHARE = 0.5
 
 
 class SynthVerifier(Section):
@@ -98,9 +124,7 @@ class SynthConfig(Section):
     seed: Seed = 13
     per_chunk: int = Field(20, ge=0, description="chunks asked for a question each")
     multi_hop: int = Field(5, ge=0, description="chunk pairs asked for a question each")
-    adversarial: list[Literal["negation", "quantifier", "out_of_scope", "distractor"]] = Field(
-        default_factory=lambda: list(ADVERSARIAL)
-    )
+    adversarial: list[AdversarialKind] = Field(default_factory=lambda: list(ADVERSARIAL))
     min_chunk_words: int = Field(30, ge=1, description="shorter chunks are not asked")
     max_chunk_chars: int = Field(1200, gt=0, description="a chunk's text is cut here in prompts")
     near_duplicate: float = Field(0.8, gt=0, le=1)
@@ -227,6 +251,41 @@ def qa_messages(passages: list[str], multi: bool) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ask}]
 
 
+def paraphrase_messages(question: str) -> list[dict[str, str]]:
+    ask = (
+        f"Question: {question}\n\nRewrite this question in other words for the same search. "
+        "Keep every name and number in it; the answer must stay the same."
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ask}]
+
+
+def parse_question(content: str) -> tuple[str, int]:
+    q = str(json.loads(content).get("question", "")).strip()
+    if not q:
+        raise ValueError("an empty question")
+    return (q if q.endswith("?") else q + "?"), 0
+
+
+_NUMBERED = re.compile(r"^([A-Za-z]{2,})-?\d\w*$")
+
+
+def mention_of(name: str) -> tuple[str, re.Pattern[str]] | None:
+    """(a shorter mention of `name`, the pattern of the names it fits), or None: the letters
+    before a name's number ("TLR" of TLR4: TLR2, TLR-9), else a multi-word name's first word
+    ("Boston" of Boston University: Boston Children's Hospital)."""
+    m = _NUMBERED.match(name)
+    if m:
+        return m.group(1), re.compile(re.escape(m.group(1)) + r"-?\d\w*")
+    first, _, rest = name.partition(" ")
+    if rest and len(first) >= 3:
+        return first, re.compile(re.escape(first) + r" \S.*")
+    return None
+
+
+def _norm(question: str) -> str:
+    return " ".join(re.findall(r"\w+", question.lower()))
+
+
 def parse_qa(content: str) -> tuple[dict[str, str], int]:
     data = json.loads(content)
     q, a = str(data.get("question", "")).strip(), str(data.get("answer", "")).strip()
@@ -297,6 +356,9 @@ class Builder:
         self.verifier = verifier
         self.tally = Tally()
         self.calls = Counter()
+        self.spent = {"prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+        self.questions: Counter = Counter()  # per_chunk questions as written, normalised
+        self.notes: list[str] = []
 
     # the models, built when first needed: a dry run loads neither
     def _llm(self) -> Any:
@@ -328,11 +390,26 @@ class Builder:
             ("per_chunk", [i], qa_messages([self.text(i)], False))
             for i in pick_chunks(self.chunks, cfg.per_chunk, cfg.min_chunk_words, cfg.seed)
         ]
+        pairs = pick_pairs(self.chunks, cfg.multi_hop, cfg.min_chunk_words, cfg.seed)
+        if len(pairs) < cfg.multi_hop and not any("multi-hop" in n for n in self.notes):
+            self.notes.append(
+                f"multi-hop: {len(pairs)} of {cfg.multi_hop} chunk pairs found (a pair is two "
+                f"chunks of different documents, {cfg.min_chunk_words} words or more, sharing a "
+                "content word): the corpus is too small for more"
+            )
         out += [
-            ("multi_hop", [i, j], qa_messages([self.text(i), self.text(j)], True))
-            for i, j in pick_pairs(self.chunks, cfg.multi_hop, cfg.min_chunk_words, cfg.seed)
+            ("multi_hop", [i, j], qa_messages([self.text(i), self.text(j)], True)) for i, j in pairs
         ]
         return out
+
+    def _call(self, messages: list[dict], schema: dict, name: str, parse: Any) -> Any:
+        r = self._llm().exchange(messages, schema, name, parse)
+        self.calls["cached" if getattr(r, "cached", False) else r.status] += 1
+        self.spent["prompt_tokens"] += int(getattr(r, "prompt_tokens", 0) or 0)
+        self.spent["completion_tokens"] += int(getattr(r, "completion_tokens", 0) or 0)
+        if not getattr(r, "cached", False):
+            self.spent["seconds"] += float(getattr(r, "latency_ms", 0.0) or 0.0) / 1000
+        return r
 
     def supported(self, question: str, answer: str, passages: list[str]) -> bool:
         v = self._verifier().judge(question, answer, passages)
@@ -365,22 +442,47 @@ class Builder:
                     kept.append(item)
                     self.tally.kept[kind] += 1
                 b.update(1)
-        for parent in [k for k in kept if k.kind == "per_chunk"]:
-            for kind in self.cfg.adversarial:
-                self.tally.attempted[kind] += 1
-                item = self._adversarial(kind, parent)
-                if item is not None:
-                    kept.append(item)
-                    self.tally.kept[kind] += 1
+        self._check_generator()
+        parents = [k for k in kept if k.kind == "per_chunk"]
+        calls = len(parents) if "paraphrase" in self.cfg.adversarial else 0
+        with bar("synth adversarial", calls, "calls") as b:
+            for parent in parents:
+                for kind in self.cfg.adversarial:
+                    self.tally.attempted[kind] += 1
+                    item = self._adversarial(kind, parent)
+                    if item is not None:
+                        kept.append(item)
+                        self.tally.kept[kind] += 1
+                if calls:
+                    b.update(1)
         return kept
 
+    def _check_generator(self) -> None:
+        """One line when the generator gave nothing usable, or one question for most chunks."""
+        asked = self.tally.attempted["per_chunk"]
+        if not asked:
+            return
+        if not self.questions:
+            self.notes.append(
+                f"per_chunk: the generator returned no question for any of the {asked} chunks "
+                f"({', '.join(f'{k} {n}' for k, n in sorted(self.tally.dropped.get('per_chunk', Counter()).items()))})"
+            )
+            return
+        question, n = self.questions.most_common(1)[0]
+        if n >= 2 and n >= SAME_QUESTION_SHARE * asked:
+            self.notes.append(
+                f"per_chunk: the generator wrote the same question for {n} of the {asked} chunks "
+                f"({question!r}): it is not reading them; all but one dropped as near-duplicates"
+            )
+
     def _generated(self, kind: str, rows: list[int], messages: list[dict]) -> Item | None:
-        r = self._llm().exchange(messages, QA_SCHEMA, "question_answer", parse_qa)
-        self.calls["cached" if getattr(r, "cached", False) else r.status] += 1
+        r = self._call(messages, QA_SCHEMA, "question_answer", parse_qa)
         if r.status != "ok":
             self.tally.drop(kind, f"call {r.status}")
             return None
         qa = r.verdict
+        if kind == "per_chunk":
+            self.questions[_norm(qa["question"])] += 1
         passages = [self.text(i) for i in rows]
         if not standalone(qa["question"], passages):
             self.tally.drop(kind, "not_standalone")
@@ -430,6 +532,52 @@ class Builder:
                 return None
             item = Item(self._qid(kind, parent.qid), kind, question, f"No. {sentence}",
                         parent.chunks, dict(parent.gold), parent.qid)  # fmt: skip
+        elif kind == "paraphrase":
+            r = self._call(paraphrase_messages(parent.question), Q_SCHEMA, "question",
+                           parse_question)  # fmt: skip
+            if r.status != "ok":
+                self.tally.drop(kind, f"call {r.status}")
+                return None
+            question = r.verdict
+            if _norm(question) == _norm(parent.question):
+                self.tally.drop(kind, "same_as_parent")
+                return None
+            if not standalone(question, [passage]):
+                self.tally.drop(kind, "not_standalone")
+                return None
+            kept_names = all(
+                ent._phrase_in(n, question) for n in perturb.swappable_names(parent.question)
+            )
+            if not kept_names or sorted(ent.numbers(question)) != sorted(
+                ent.numbers(parent.question)
+            ):
+                self.tally.drop(kind, "meaning_changed")
+                return None
+            item = Item(self._qid(kind, parent.qid), kind, question, parent.answer,
+                        parent.chunks, dict(parent.gold), parent.qid)  # fmt: skip
+        elif kind == "ambiguous":
+            found = [(n, mention_of(n)) for n in perturb.swappable_names(parent.question)
+                     if n in passage]  # fmt: skip
+            found = [(n, m) for n, m in found if m is not None]
+            if not found:
+                self.tally.drop(kind, "no_rule_applies")
+                return None
+            target, (mention, fits) = found[0]
+            readings = self._readings(target, fits, set(parent.gold))
+            if not readings:
+                self.tally.drop(kind, "not_ambiguous")
+                return None
+            question = re.sub(r"(?<!\w)" + re.escape(target) + r"(?!\w)", mention,
+                              parent.question, count=1)  # fmt: skip
+            named = ", ".join([target, *readings])
+            answer = (
+                f"The question is ambiguous: {mention} may mean {named} in the documents; an "
+                "answer should say which it means."
+            )
+            gold = dict(parent.gold)
+            gold.update({d: 1 for d in readings.values()})
+            item = Item(self._qid(kind, parent.qid), kind, question, answer, parent.chunks,
+                        gold, parent.qid)  # fmt: skip
         else:  # out_of_scope, distractor
             names = perturb.swappable_names(parent.question)
             if kind == "out_of_scope":
@@ -458,6 +606,26 @@ class Builder:
             self.tally.drop(kind, "near_duplicate")
             return None
         return item
+
+    def _readings(self, name: str, fits: re.Pattern[str], gold: set[str]) -> dict[str, str]:
+        """Other names of the corpus's documents the mention fits -> the first document naming
+        each (not a gold one), at most MAX_READINGS, in name order."""
+        if not hasattr(self, "_names"):
+            from ragrig.judge import entities as ent
+
+            self._names: dict[str, str] = {}
+            for d, t, x in zip(self.documents["doc_id"].astype(str),
+                               self.documents["title"].astype(str),
+                               self.documents["text"].astype(str), strict=True):  # fmt: skip
+                for n in ent.names(f"{t}. {x}" if t else x):
+                    self._names.setdefault(n, d)
+        out = {}
+        for n in sorted(self._names):
+            if n != name and fits.fullmatch(n) and self._names[n] not in gold:
+                out[n] = self._names[n]
+                if len(out) == MAX_READINGS:
+                    break
+        return out
 
     def _vocabulary(self) -> set[str]:
         if not hasattr(self, "_vocab"):
@@ -551,9 +719,41 @@ def dry_run(builder: Builder, params: Path) -> list[str]:
             f"  {kind:<10} {len(prompts):>5} calls  {tokens:>8} prompt tokens ({counter.kind})  "
             f"<= {completion:>7} completion tokens  ${usd:.4f}"
         )
-    lines.append(f"  total ${total:.4f} (completions at max_tokens: an upper bound); the "
+    if "paraphrase" in cfg.adversarial:  # one call per kept per_chunk query: at most one each
+        asked = [m for k, _, m in builder.prompts() if k == "per_chunk"]
+        # the question is not written yet: its longest allowed length stands in for it
+        stand_in = "x " * cfg.llm.max_tokens
+        tokens = sum(counter.chat(paraphrase_messages(stand_in)) for _ in asked)
+        completion = len(asked) * cfg.llm.max_tokens
+        usd = price(cfg.llm.model, rcfg.prices, rcfg.prices_as_of, tokens, completion)
+        total += usd
+        lines.append(
+            f"  {'paraphrase':<10} <= {len(asked):>2} calls  {tokens:>8} prompt tokens "
+            f"({counter.kind}, questions at max_tokens)  <= {completion:>7} completion tokens  "
+            f"${usd:.4f}"
+        )
+    lines.append(f"  total ${total:.4f} (completions at max_tokens: an upper bound); the other "
                  "adversarial kinds call no model")  # fmt: skip
     return lines
+
+
+def spending(builder: Builder, params: Path, kept: int) -> dict[str, Any]:
+    """The build's calls' tokens, price and seconds, in total and per kept query."""
+    from ragrig.core.config import load_section
+    from ragrig.report.estimate import price
+
+    rcfg = load_section("report", params)
+    sp = builder.spent
+    try:
+        usd: float | None = price(builder.cfg.llm.model, rcfg.prices, rcfg.prices_as_of,
+                                  sp["prompt_tokens"], sp["completion_tokens"])  # fmt: skip
+        why = ""
+    except ConfigError as exc:  # the set is still written; its price is said to be unknown
+        usd, why = None, str(exc)
+    total = {**sp, "usd": usd, "prices_as_of": rcfg.prices_as_of, "unpriced": why}
+    per = {k: round(float(sp[k]) / kept, 6) if kept else None for k in sp}
+    per["usd"] = usd / kept if kept and usd is not None else None
+    return {"total": total, "per_kept_query": per}
 
 
 def cmd_synth(args: Any) -> int:
@@ -569,6 +769,8 @@ def cmd_synth(args: Any) -> int:
                 print(line)
             return 0
         items = builder.build()
+        for note in builder.notes:
+            print(f"ragrig synth: {note}", file=sys.stderr)
         if not items:
             raise DataValidationError(
                 "no query was kept: "
@@ -578,6 +780,8 @@ def cmd_synth(args: Any) -> int:
         record = {
             "kinds": builder.tally.record(),
             "calls": dict(sorted(builder.calls.items())),
+            "cost": spending(builder, Path(args.params), len(items)),
+            "notes": builder.notes,
             "llm": cfg.llm.model,
             "verifier": cfg.verifier.model,
             "seed": cfg.seed,
@@ -591,6 +795,16 @@ def cmd_synth(args: Any) -> int:
         why = ", ".join(f"{k} {n}" for k, n in r["dropped"].items()) or "-"
         print(f"{kind:<13} {r['attempted']:>9} {r['kept']:>5} {r['kept_share']:>6.3f}  {why}")
     calls = ", ".join(f"{k} {n}" for k, n in record["calls"].items())
+    c, per = record["cost"]["total"], record["cost"]["per_kept_query"]
+    usd = "price unknown" if c["usd"] is None else f"${c['usd']:.4f}"
+    usd_each = "price unknown" if per["usd"] is None else f"${per['usd']:.6f}"
+    print(
+        f"cost of this build's calls: {c['prompt_tokens']} prompt + {c['completion_tokens']} "
+        f"completion tokens, {usd} (prices as of {c['prices_as_of']}), {c['seconds']:.1f} s; "
+        f"per kept query {per['prompt_tokens']:.0f} + {per['completion_tokens']:.0f} tokens, "
+        f"{usd_each}, {per['seconds']:.2f} s (calls answered from the cache cost nothing again)"
+        + (f"; {c['unpriced']}" if c["unpriced"] else "")
+    )
     print(
         f"ragrig synth: {len(items)} queries kept, version {version['version']} of "
         f"{Path(cfg.out) / 'versions.jsonl'} (LLM calls: {calls}); read it with "
@@ -608,6 +822,6 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--config", default=None, help="default conf/synth.yaml")
     p.add_argument("--out", default=None, help="the set's folder (default: the config's out)")
-    p.add_argument("--params", default="params.yaml", help="with --dry-run: report.prices")
+    p.add_argument("--params", default="params.yaml", help="report.prices, to price the calls")
     p.add_argument("--dry-run", action="store_true", help="the calls and their cost; none made")
     p.set_defaults(func=cmd_synth)
