@@ -285,3 +285,17 @@ def test_the_build_reports_its_calls_cost_per_kept_query(tmp_path):
     b.cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"model": "nobody/priced"})})
     got = ts.spending(b, ts.Path("params.yaml"), kept=3)
     assert got["total"]["usd"] is None and "nobody/priced" in got["total"]["unpriced"]
+
+
+def test_the_command_reads_conf_synth_yaml_which_names_every_kind():
+    import argparse
+
+    from ..conftest import PROJECT
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    ts.add_parser(sub)
+    args = sub.choices["synth"].parse_args([])
+    assert args.config == "conf/synth.yaml"
+    cfg = ts.load_config(PROJECT / args.config)
+    assert cfg.adversarial == list(ts.ADVERSARIAL)
+    assert cfg == ts.SynthConfig()  # the file says what the defaults are

@@ -197,6 +197,7 @@ _OPENERS = frozenset(
         "of",
         "for",
         "by",
+        "our",
     ]
 )
 
@@ -760,7 +761,7 @@ def cmd_synth(args: Any) -> int:
     from ragrig.core.errors import RagrigError
 
     try:
-        cfg = load_config(Path(args.config) if args.config else None)
+        cfg = load_config(Path(args.config))
         if args.out:
             cfg = cfg.model_copy(update={"out": args.out})
         builder = Builder(cfg)
@@ -820,7 +821,7 @@ def add_parser(sub: Any) -> None:
         help="synthetic and adversarial queries from the corpus, each checked by the verifier "
         "before it is kept, written as a versioned dataset (conf/synth.yaml)",
     )
-    p.add_argument("--config", default=None, help="default conf/synth.yaml")
+    p.add_argument("--config", default="conf/synth.yaml", help="the settings (module doc)")
     p.add_argument("--out", default=None, help="the set's folder (default: the config's out)")
     p.add_argument("--params", default="params.yaml", help="report.prices, to price the calls")
     p.add_argument("--dry-run", action="store_true", help="the calls and their cost; none made")
