@@ -42,7 +42,11 @@ def main() -> None:
         except ServiceError as exc:
             not_logged = str(exc)
     _, embed_dir, _, _, generate_dir, judge_dir = args.inputs
-    inputs = read_inputs(*args.inputs, labels_file=Path(cfg.scorecard.labels.file))
+    inputs = read_inputs(
+        *args.inputs,
+        labels_file=Path(cfg.scorecard.labels.file),
+        documents=cfg.coverage.intent is not None and cfg.coverage.doc_type is not None,
+    )
     params = load_params(args.params)
     ingestion = read_json(args.ingestion) if args.ingestion is not None else None
     done = compute(inputs, cfg, params, seed, ingestion)

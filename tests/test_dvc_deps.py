@@ -339,7 +339,6 @@ def test_compare_flags_both_directions():
     _, partly = compare(import_closure(report), [report, lib / "metrics"], report)
     assert partly == [
         "src/ragrig/metrics/calibration.py",
-        "src/ragrig/metrics/coverage.py",
         "src/ragrig/metrics/fidelity.py",
         "src/ragrig/metrics/ingestion.py",
         "src/ragrig/metrics/intents.py",

@@ -272,18 +272,20 @@ def test_one_question_for_every_chunk_and_a_corpus_too_small_for_pairs_are_said(
 
 
 def test_the_build_reports_its_calls_cost_per_kept_query(tmp_path):
+    from ragrig.core.config import load_section
+
     paths = _tables(tmp_path)
     cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
                          queries=str(paths["queries"]), per_chunk=1, multi_hop=0,
                          min_chunk_words=5, adversarial=[])  # fmt: skip
     b = ts.Builder(cfg, llm=None, verifier=WordVerifier())
     b.spent.update(prompt_tokens=300, completion_tokens=60, seconds=3.0)
-    got = ts.spending(b, ts.Path("params.yaml"), kept=3)
+    got = ts.spending(b, load_section("report", ts.Path("params.yaml")), kept=3)
     assert got["per_kept_query"] == {"prompt_tokens": 100.0, "completion_tokens": 20.0,
                                      "seconds": 1.0, "usd": 0.0}  # fmt: skip
     assert got["total"]["usd"] == 0.0 and got["total"]["unpriced"] == ""
     b.cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"model": "nobody/priced"})})
-    got = ts.spending(b, ts.Path("params.yaml"), kept=3)
+    got = ts.spending(b, load_section("report", ts.Path("params.yaml")), kept=3)
     assert got["total"]["usd"] is None and "nobody/priced" in got["total"]["unpriced"]
 
 

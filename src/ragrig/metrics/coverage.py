@@ -111,6 +111,12 @@ def read_ontology(path: Any) -> dict[str, str | None]:
         raise DataValidationError(
             f"ontology {path}{at}: not readable ({type(exc).__name__})"
         ) from None
+    return ontology_from(data, str(path))
+
+
+def ontology_from(data: Any, path: str) -> dict[str, str | None]:
+    """node -> parent of a loaded mapping (`path` names it in errors), checked: every parent a
+    node, no cycle."""
     if not isinstance(data, dict) or not data:
         raise DataValidationError(
             f"ontology {path}: expected a mapping of each intent to its parent (null at a root)"

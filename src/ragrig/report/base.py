@@ -53,6 +53,8 @@ class ReportInputs:
     # the judge's claim-level correctness against a reference (data/judge/correctness.parquet,
     # ragrig.judge.correctness); None: judge.correctness was off
     claims: pd.DataFrame | None = None
+    # the parsed documents, read only for report.coverage's document type; None: not read
+    documents: pd.DataFrame | None = None
 
     @property
     def contexts_run(self) -> pd.DataFrame:

@@ -289,6 +289,24 @@ class FilterRule(Section):
     max_recall_loss: float = Field(0.02, ge=0, le=1)
 
 
+class CoverageSection(Section):
+    """`report.coverage`: the coverage matrix of the run's queries in the report (docs/metrics.md
+    "Coverage of the query set"); off while `intent` is null."""
+
+    intent: str | None = Field(
+        None, description="the queries-table column of the intent (e.g. meta_kind); null: off"
+    )
+    doc_type: str | None = Field(
+        None, description="the documents-table column of the document type; null: one column"
+    )
+    axis: Literal["faithfulness", "relevance", "correctness"] = "faithfulness"
+    half_width: float = Field(0.1, gt=0, lt=1, description="the decision's tolerance")
+    ontology: dict[str, str | None] | None = Field(
+        None, description="intent -> parent (null at a root): rows are its branches"
+    )
+    branch_depth: int = Field(1, ge=1)
+
+
 class ReportConfig(Section):
     k_values: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=lambda: [10, 100],
@@ -327,6 +345,7 @@ class ReportConfig(Section):
     mlflow: MlflowConfig = MlflowConfig()
     scorecard: ScorecardConfig = ScorecardConfig()
     filters: FilterRule = FilterRule()
+    coverage: CoverageSection = CoverageSection()
 
     @model_validator(mode="after")
     def _unique_slice_names(self) -> ReportConfig:

@@ -438,6 +438,45 @@ def _quality_cost_run(per_query: Any, ndcg: str | None) -> str:
     return svg(fig, "quality-cost")
 
 
+def coverage_html(record: dict[str, Any]) -> list[str]:
+    """The run page's coverage section: counts per cell, empty ones marked, the short cells."""
+    cols = record["doc_types"]
+    cells = {(c["intent"], c["doc_type"]): c for c in record["cells"]}
+
+    def cell(r: str, c: str) -> str:
+        x = cells[(r, c)]
+        if not x["queries"]:
+            return '<span class="warn">0</span>'
+        hw = "" if x.get("half_width") is None else f" ±{x['half_width']:.3f}"
+        return esc(f"{x['queries']}{hw}") + (
+            f' <span class="warn">(needs {x["needed"]})</span>' if x["missing"] else ""
+        )
+
+    body = [f'<h2 id="coverage">Coverage of the query set ({esc(record["intent"])})</h2>']
+    body.append(
+        table(
+            ["intent \\ document type", *(esc(c) for c in cols)],
+            [[esc(r), *(cell(r, c) for c in cols)] for r in record["intents"]],
+        )
+    )
+    short = [c for c in record["cells"] if c["missing"]]
+    body.append(
+        note(
+            f"queries per cell, ± the half-width of the {record['axis']} interval at "
+            f"{record['level']:.0%}; a decision's half-width of {record['half_width']:g} needs "
+            f"the number in brackets: {len(short)} of {len(record['cells'])} cells short, "
+            f"{sum(c['missing'] for c in short)} queries missing; empty cells "
+            f"{len(record['empty'])}"
+            + (
+                f"; rows with no query: {', '.join(record['empty_rows'])}"
+                if record.get("empty_rows")
+                else ""
+            )
+        )  # fmt: skip
+    )
+    return body
+
+
 def run_page_html(
     metrics: Mapping[str, Any],
     *,
@@ -503,6 +542,8 @@ def run_page_html(
         body += _scorecard_html(metrics["scorecard"], per_query, seed)
     body += sections
     body += _slices_html(metrics, per_query, seed)
+    if metrics.get("coverage"):
+        body += coverage_html(metrics["coverage"])
     lat = metrics.get("latency_ms") or {}
     body.append("<h2>Latency per stage</h2>")
     if lat:

@@ -29,6 +29,7 @@ def read_inputs(
     generate_dir: Path,
     judge_dir: Path,
     labels_file: Path,
+    documents: bool = False,
 ) -> ReportInputs:
     """Every input of the report, checked against its schema; the labels only when their file
     exists (`ragrig label`), checked whole against the run's answers."""
@@ -82,6 +83,7 @@ def read_inputs(
             if (judge_dir / "correctness.parquet").exists()
             else None
         ),
+        documents=read_table(parse_dir / "documents.parquet", "documents") if documents else None,
     )
     if labels_file.exists():
         from ragrig.dataset.labels import read_labels, run_answers

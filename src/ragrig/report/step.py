@@ -360,4 +360,12 @@ def compute(
         report.metrics["position"], lines = position_measures(table, seed)
         tables["position.csv"] = table
         summary += "\n" + "\n".join(lines)
+    if cfg.coverage.intent is not None:
+        from ragrig.report.coverage import coverage_section
+
+        report.metrics["coverage"], tables["coverage.csv"], lines = coverage_section(
+            inputs.queries, inputs.qrels, inputs.documents, report.per_query, cfg.coverage,
+            cfg.interval_level, seed, cfg.bootstrap_resamples or 1000,
+        )  # fmt: skip
+        summary += "\n" + "\n".join(lines)
     return Outcome(report, deltas, summary, tables)

@@ -738,12 +738,11 @@ def dry_run(builder: Builder, params: Path) -> list[str]:
     return lines
 
 
-def spending(builder: Builder, params: Path, kept: int) -> dict[str, Any]:
-    """The build's calls' tokens, price and seconds, in total and per kept query."""
-    from ragrig.core.config import load_section
+def spending(builder: Builder, rcfg: Any, kept: int) -> dict[str, Any]:
+    """The build's calls' tokens, price and seconds, in total and per kept query; `rcfg` the
+    report section (its prices), read before the build so that a bad one costs no call."""
     from ragrig.report.estimate import price
 
-    rcfg = load_section("report", params)
     sp = builder.spent
     try:
         usd: float | None = price(builder.cfg.llm.model, rcfg.prices, rcfg.prices_as_of,
@@ -765,6 +764,9 @@ def cmd_synth(args: Any) -> int:
         if args.out:
             cfg = cfg.model_copy(update={"out": args.out})
         builder = Builder(cfg)
+        from ragrig.core.config import load_section
+
+        prices = load_section("report", Path(args.params))  # before any call is paid for
         if args.dry_run:
             for line in dry_run(builder, Path(args.params)):
                 print(line)
@@ -781,7 +783,7 @@ def cmd_synth(args: Any) -> int:
         record = {
             "kinds": builder.tally.record(),
             "calls": dict(sorted(builder.calls.items())),
-            "cost": spending(builder, Path(args.params), len(items)),
+            "cost": spending(builder, prices, len(items)),
             "notes": builder.notes,
             "llm": cfg.llm.model,
             "verifier": cfg.verifier.model,
