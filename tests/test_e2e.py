@@ -309,6 +309,25 @@ def test_ef_search_change_reruns_only_retrieve_and_downstream(ws):
     assert _ran(ws, before) == []
 
 
+@pytest.mark.full  # make test-all: the report stage once more
+def test_the_report_draws_the_coverage_matrix_when_an_intent_column_is_named(ws):
+    before = len(_stage_log(ws))
+    _params(ws, "report.coverage.intent=claim_label", "report.coverage.doc_type=source")
+    sh(["dvc", "repro"], ws)
+    # the estimate reads the report section's prices: it reruns, and generate does not
+    assert _ran(ws, before) == ["estimate", "report"]
+    cov = json.loads((ws / "reports/metrics.json").read_text())["coverage"]
+    n = len(pd.read_parquet(ws / "data/parse/queries.parquet"))
+    assert (cov["intent"], cov["doc_type"], cov["axis_measured"]) == ("claim_label", "source", True)
+    assert sum(sum(row.values()) for row in cov["counts"].values()) == n
+    cells = pd.read_csv(ws / "reports/run/coverage.csv")
+    assert int(cells["queries"].sum()) == n and (cells["needed"] >= 2).all()
+    assert "coverage: " in (ws / "reports/run/summary.txt").read_text()
+    assert 'id="coverage"' in (ws / "reports/index.html").read_text()
+    _params(ws)
+    sh(["dvc", "repro"], ws)  # restored from the run-cache
+
+
 @pytest.mark.full  # make test-all: a second pass over the fixture run
 def test_rerank_change_reruns_rerank_and_downstream_only(ws):
     before = len(_stage_log(ws))

@@ -301,3 +301,25 @@ def test_the_command_reads_conf_synth_yaml_which_names_every_kind():
     cfg = ts.load_config(PROJECT / args.config)
     assert cfg.adversarial == list(ts.ADVERSARIAL)
     assert cfg == ts.SynthConfig()  # the file says what the defaults are
+
+
+def test_a_title_with_a_question_mark_and_an_answer_about_the_passage_are_dropped(tmp_path):
+    paths = _tables(tmp_path)
+    cfg = ts.SynthConfig(chunks=str(paths["chunks"]), documents=str(paths["documents"]),
+                         queries=str(paths["queries"]), per_chunk=3, multi_hop=0,
+                         min_chunk_words=5, adversarial=[])  # fmt: skip
+    llm = FakeLLM({
+        "Aspirin reduces": {"question": "Aspirin and fever in adults: a trial?",
+                            "answer": "Aspirin reduces fever in adults."},
+        "Ibuprofen is": {"question": "Which anti-inflammatory drug was tested on 80 volunteers?",
+                         "answer": "The passage says ibuprofen was tested on 80 volunteers."},
+        "Boston hosts": {"question": "Where do fever clinics operate since 2019?",
+                         "answer": "Fever clinics opened in 2019."},
+    })  # fmt: skip
+    b = ts.Builder(cfg, llm=llm, verifier=WordVerifier())
+    items = b.build()
+    assert b.tally.record()["per_chunk"]["dropped"] == {
+        "answer_points_at_passage": 1, "not_a_question": 1,
+    }  # fmt: skip
+    assert [i.question for i in items] == ["Where do fever clinics operate since 2019?"]
+    assert ts.asks("Is aspirin safe?") and not ts.asks("Aspirin: a review?")

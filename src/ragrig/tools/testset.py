@@ -36,8 +36,10 @@ drop is counted per kind:
 * ambiguous: the mention fits another name of the corpus's documents (else `not_ambiguous`);
 * paraphrase: it keeps every name and number of its parent (else `meaning_changed`) and is not
   the parent's text again (`same_as_parent`);
-* per_chunk and multi_hop: the question must stand alone (it does not point at "the passage",
-  and holds at least two content words of its passages), else `not_standalone`;
+* per_chunk and multi_hop: the question must ask (an interrogative word or an auxiliary verb,
+  not a title with a question mark: `not_a_question`) and stand alone (it does not point at "the
+  passage", and holds at least two content words of its passages: `not_standalone`), and its
+  answer must not speak of "the passage" (`answer_points_at_passage`);
 * every kind: a query whose content words overlap an existing query's (the dataset's, or one
   kept before it) by Jaccard >= `near_duplicate` is dropped; an adversarial query is not
   compared with its own parent or siblings, which it resembles by design.
@@ -213,6 +215,19 @@ _POINTING = re.compile(
     r"paragraph|excerpt|abstract)s?|passage [ab]|the answer)\b",
     re.IGNORECASE,
 )
+
+
+_ASKS = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|can|could|"
+    r"should|will|would|has|have|had|may|might)\b",
+    re.IGNORECASE,
+)
+
+
+def asks(question: str) -> bool:
+    """A question, not a title with a question mark ("Suicide prevention strategies: a
+    systematic review?"): it holds an interrogative word or an auxiliary verb."""
+    return bool(_ASKS.search(question))
 
 
 def standalone(question: str, passages: list[str]) -> bool:
@@ -485,8 +500,14 @@ class Builder:
         if kind == "per_chunk":
             self.questions[_norm(qa["question"])] += 1
         passages = [self.text(i) for i in rows]
+        if not asks(qa["question"]):
+            self.tally.drop(kind, "not_a_question")
+            return None
         if not standalone(qa["question"], passages):
             self.tally.drop(kind, "not_standalone")
+            return None
+        if _POINTING.search(qa["answer"]):  # "The passage provides ...": not an answer to a user
+            self.tally.drop(kind, "answer_points_at_passage")
             return None
         if not self.supported(qa["question"], qa["answer"], passages):
             self.tally.drop(kind, "answer_not_supported")
@@ -542,6 +563,9 @@ class Builder:
             question = r.verdict
             if _norm(question) == _norm(parent.question):
                 self.tally.drop(kind, "same_as_parent")
+                return None
+            if not asks(question):
+                self.tally.drop(kind, "not_a_question")
                 return None
             if not standalone(question, [passage]):
                 self.tally.drop(kind, "not_standalone")
