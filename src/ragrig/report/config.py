@@ -301,7 +301,7 @@ class CoverageSection(Section):
     )
     axis: Literal["faithfulness", "relevance", "correctness"] = "faithfulness"
     half_width: float = Field(0.1, gt=0, lt=1, description="the decision's tolerance")
-    ontology: dict[str, str | None] | None = Field(
+    ontology: dict[str, NonEmptyStr | None] | None = Field(
         None, description="intent -> parent (null at a root): rows are its branches"
     )
     branch_depth: int = Field(1, ge=1)
