@@ -49,6 +49,7 @@ def main() -> None:
         cfg.max_passage_chars,
         consistency_samples=getattr(cfg, "consistency_samples", 0),
         consistency_temperature=getattr(cfg, "consistency_temperature", 0.7),
+        consistency_max_tokens=getattr(cfg, "consistency_max_tokens", None),
         seed=seed,
         max_answer_chars=cfg.max_answer_chars,
     )

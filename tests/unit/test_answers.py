@@ -111,6 +111,41 @@ def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seed
     assert row["cpu_s"] >= 0.0 and row["prompt_tokens"] == 7  # samples' tokens not in the answer's
 
 
+def test_a_samples_token_budget_reaches_the_llama_cpp_request():
+    from ragrig.generate.llama_cpp import LlamaCppGenerator
+
+    gen = LlamaCppGenerator.__new__(LlamaCppGenerator)  # no model load: the server is faked
+    gen.server, gen.model_name = _FakeServer(), "fake"
+    gen.system_prompt, gen.prompt = VERDICT_SYSTEM_PROMPT, "claim_verdict"
+    gen.max_tokens, gen.temperature, gen.seed = 16, 0.0, 13
+    gen.grammar, gen.stop = None, []
+    args = (["q"], {"q": "Aspirin cures gout."}, {"q": [("d#0", "Aspirin does not cure gout.")]})
+    generate_all(gen, *args, 100, progress=False, consistency_samples=2,
+                 consistency_max_tokens=5)  # fmt: skip
+    assert [r["max_tokens"] for r in gen.server.requests] == [16, 5, 5]
+    gen.server = _FakeServer()
+    generate_all(gen, *args, 100, progress=False, consistency_samples=1,
+                 consistency_max_tokens=99)  # fmt: skip
+    assert [r["max_tokens"] for r in gen.server.requests] == [16, 16]  # never above max_tokens
+
+
+def test_a_samples_budget_of_answer_is_the_answers_own_completion_tokens():
+    class Counting:
+        model_name = "counting"
+
+        def __init__(self):
+            self.budgets = []
+
+        def generate(self, question, passages, temperature=None, seed=None, max_tokens=None):
+            self.budgets.append(max_tokens)
+            return Generation("one two three", completion_tokens=7)
+
+    gen = Counting()
+    generate_all(gen, ["q"], {"q": "x"}, {"q": []}, 10, progress=False, consistency_samples=2,
+                 consistency_max_tokens="answer")  # fmt: skip
+    assert gen.budgets == [None, 7, 7]
+
+
 class _Flaky:
     model_name = "flaky"
 

@@ -90,6 +90,10 @@ def test_an_endpoints_answers_and_samples_are_counted_at_four_characters_a_token
     assert est.budget_usd is None and not est.over_budget
     # the record names the stage folder, not the run's root: the same run, the same bytes anywhere
     assert est.read["passages"] == "rerank/run.parquet (the last rerank output)"
+    # a sample token budget of its own bounds the samples' completions
+    _, capped = _run(data, _params(tmp_path, _http(consistency_samples=2,
+                                                   consistency_max_tokens=8))).parts  # fmt: skip
+    assert capped.completion_tokens == 8 * 2 * n and capped.prompt_tokens == 2 * tokens
 
 
 def test_the_claim_judge_counts_the_claims_and_citations_of_the_answers_there(data, tmp_path):

@@ -157,6 +157,17 @@ def test_answers_decoded_together_equal_each_decoded_alone(torch_smollm):
     assert all(g.seconds > 0 for g in sampled)
 
 
+def test_a_requests_token_budget_ends_it_alone_in_its_batch(torch_smollm):
+    gen = _with(torch_smollm, batch_size=2)
+    full, cut = gen.respond_many([Request(CLAIM, CONTEXT), Request(CLAIM, CONTEXT, max_tokens=3)])
+    assert full["usage"]["completion_tokens"] > 3
+    assert cut["usage"]["completion_tokens"] == 3
+    assert cut["choices"][0]["finish_reason"] == "length"
+    # greedy: the cut answer is the first three tokens of the whole one
+    ids = gen.tokenizer.encode(read_completion(full).text, add_special_tokens=False)
+    assert read_completion(cut).text == gen.tokenizer.decode(ids[:3], skip_special_tokens=True)
+
+
 def test_a_prompt_starts_from_the_prefix_it_shares_and_answers_as_a_full_pass(torch_smollm):
     """The position probe's three orders of one claim's passages: the first and second share
     only the head, the third shares the second's first passage too."""

@@ -24,12 +24,14 @@ class Generation:
 
 @dataclass(frozen=True)
 class Request:
-    """One answer to produce: `temperature` / `seed` None take the generator's own."""
+    """One answer to produce: `temperature` / `seed` / `max_tokens` None take the generator's
+    own (`max_tokens` at most the generator's: a sample's own token budget)."""
 
     question: str
     passages: list[str]
     temperature: float | None = None
     seed: int | None = None
+    max_tokens: int | None = None
 
 
 class Generator(Protocol):

@@ -79,6 +79,11 @@ class _ChatBase(_GenerateBase):
     consistency_temperature: float = Field(
         0.7, gt=0, description="temperature of those samples (sample i is seeded seed + i)"
     )
+    consistency_max_tokens: Annotated[int, Field(ge=1)] | Literal["answer"] | None = Field(
+        None,
+        description="each sample's token budget: a number, `answer` (the greedy answer's own "
+        "length in tokens), or null (the generator's max_tokens); never above max_tokens",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -105,10 +105,11 @@ class LlamaCppGenerator:
         passages: list[str],
         temperature: float | None = None,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> Generation:
-        """The answer; `temperature` and `seed` replace the configured ones for one call (a
-        self-consistency sample)."""
-        return read_completion(self.respond(question, passages, temperature, seed))
+        """The answer; `temperature`, `seed` and a smaller `max_tokens` replace the configured
+        ones for one call (a self-consistency sample)."""
+        return read_completion(self.respond(question, passages, temperature, seed, max_tokens))
 
     def respond(
         self,
@@ -116,10 +117,13 @@ class LlamaCppGenerator:
         passages: list[str],
         temperature: float | None = None,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The whole chat-completions response of generate(): with llama.cpp's `timings`
         (prompt_n, prompt_ms, predicted_n, predicted_ms) beside the answer and usage."""
         extra = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
+        if max_tokens is not None:
+            extra["max_tokens"] = min(max_tokens, self.max_tokens)
         if self.grammar:
             extra["grammar"] = self.grammar
         messages = chat_messages(self.system_prompt, question, passages, self.prompt)

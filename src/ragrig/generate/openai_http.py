@@ -95,13 +95,16 @@ class OpenAIHttpGenerator:
         passages: list[str],
         temperature: float | None = None,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> Generation:
-        """The answer; `temperature` and `seed` replace the configured ones for one call (a
-        self-consistency sample)."""
+        """The answer; `temperature`, `seed` and a smaller `max_tokens` replace the configured
+        ones for one call (a self-consistency sample)."""
         body = {
             "model": self.model_name,
             "messages": chat_messages(self.system_prompt, question, passages, self.prompt),
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens
+            if max_tokens is None
+            else min(max_tokens, self.max_tokens),
             "temperature": self.temperature if temperature is None else temperature,
             "seed": self.seed if seed is None else seed,
         }

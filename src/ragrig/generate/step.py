@@ -112,6 +112,8 @@ def _answer(generator: Generator, requests: list[Request]) -> list[tuple[Any, fl
             t0, c0 = time.perf_counter(), time.process_time()
             try:
                 kw = {} if r.temperature is None else {"temperature": r.temperature, "seed": r.seed}
+                if r.max_tokens is not None:
+                    kw["max_tokens"] = r.max_tokens
                 gen: Any = generator.generate(r.question, r.passages, **kw)  # type: ignore[call-arg]
             except Exception as exc:  # kept and counted by the caller
                 gen = exc
@@ -157,6 +159,7 @@ def generate_all(
     consistency_temperature: float = 0.7,
     seed: int = 0,
     max_answer_chars: int = 20_000,
+    consistency_max_tokens: int | str | None = None,
 ) -> pd.DataFrame:
     """One row per query; a failure becomes status 'error' with its message, never a dropped row.
 
@@ -165,8 +168,10 @@ def generate_all(
     `cpu_s` the process CPU time of that call (all threads of this process: an in-process
     model's compute; next to nothing for an HTTP backend), shared out likewise. With
     `consistency_samples` n > 0, each answered query gets n more answers at
-    `consistency_temperature`, sample i seeded `seed + i`, stored as the JSON list `samples` (a
-    failed sample is null there and named in `error`; the answer stays ok).
+    `consistency_temperature`, sample i seeded `seed + i`, each within `consistency_max_tokens`
+    (a number, "answer": the answer's own completion tokens, None: the generator's budget),
+    stored as the JSON list `samples` (a failed sample is null there and named in `error`; the
+    answer stays ok).
 
     Every answer, sample and error is stored with the generator's `secrets` and anything shaped
     like a key redacted (ragrig.llm.redact), lone surrogates replaced, and an answer longer than
@@ -232,6 +237,7 @@ def generate_all(
                     seed,
                     secrets,
                     max_answer_chars,
+                    consistency_max_tokens,
                 )
             rows.extend(done)
             b.update(len(chunk))
@@ -250,11 +256,18 @@ def _add_samples(
     seed: int,
     secrets: tuple[str, ...],
     max_chars: int,
+    max_tokens: int | str | None = None,
 ) -> None:
-    """Each row's n sampled answers (sample i seeded seed + i) into `samples` (None for a failed
-    one, named in `error`)."""
+    """Each row's n sampled answers (sample i seeded seed + i, within `max_tokens`: see
+    generate_all) into `samples` (None for a failed one, named in `error`)."""
+
+    def budget(row: dict[str, Any]) -> int | None:
+        if max_tokens == "answer":
+            return max(1, int(row["completion_tokens"]))
+        return None if max_tokens is None else int(max_tokens)
+
     requests = [
-        Request(queries[r["qid"]], passages[r["qid"]], temperature, seed + i)
+        Request(queries[r["qid"]], passages[r["qid"]], temperature, seed + i, budget(r))
         for r in rows
         for i in range(1, n + 1)
     ]

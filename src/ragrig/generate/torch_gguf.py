@@ -342,10 +342,17 @@ class TorchGgufGenerator:
                     self._kept.popitem(last=False)
         return [(k.float(), v.float()) for k, v in raw], out.logits[0, -1].float()
 
-    def _decode_batch(self, prompts: list[list[int]], temperatures: list[float], seeds: list[int]):
+    def _decode_batch(
+        self,
+        prompts: list[list[int]],
+        temperatures: list[float],
+        seeds: list[int],
+        limits: list[int] | None = None,
+    ):
         """Prompts evaluated one by one, then their answers decoded together, one token of each
         per step: the prompts' caches left-padded into one preallocated cache, each answer with
-        its own positions and mask, so that padding never enters an answer. Returns per prompt
+        its own positions and mask, so that padding never enters an answer; answer i stops at
+        `limits[i]` tokens (default max_tokens for all), the batch when all have. Returns per prompt
         (generated token ids, finish reason, stop-cut text or None, prompt seconds) or the
         exception its prompt raised, and the decoding's wall seconds."""
         import torch
@@ -386,6 +393,9 @@ class TorchGgufGenerator:
         rngs = [
             torch.Generator().manual_seed(seeds[i]) if temperatures[i] > 0 else None for i in live
         ]
+        limit = [
+            self.max_tokens if limits is None else min(limits[i], self.max_tokens) for i in live
+        ]
         generated: list[list[int]] = [[] for _ in live]
         texts: list[str | None] = [None] * n  # set when a stop string ends an answer
         finish = ["length"] * n
@@ -404,7 +414,7 @@ class TorchGgufGenerator:
                         texts[j] = self._stopped(generated[j])
                         if texts[j] is not None:
                             done[j], finish[j] = True, "stop"
-                        elif len(generated[j]) == self.max_tokens:
+                        elif len(generated[j]) >= limit[j]:
                             done[j] = True
                 tokens.append(token)
             if all(done):
@@ -465,8 +475,9 @@ class TorchGgufGenerator:
             self.temperature if r.temperature is None else r.temperature for r in requests
         ]
         seeds = [self.seed if r.seed is None else r.seed for r in requests]
+        limits = [self.max_tokens if r.max_tokens is None else r.max_tokens for r in requests]
         with torch.inference_mode():
-            results, decode_s = self._decode_batch(prompts, temperatures, seeds)
+            results, decode_s = self._decode_batch(prompts, temperatures, seeds, limits)
         n_live = sum(not isinstance(r, Exception) for r in results)
         responses: list[dict[str, Any] | Exception] = []
         for ids, result in zip(prompts, results, strict=True):
@@ -498,9 +509,12 @@ class TorchGgufGenerator:
         passages: list[str],
         temperature: float | None = None,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         """respond_many of this one request (a batch of one); raises its exception."""
-        (response,) = self.respond_many([Request(question, passages, temperature, seed)])
+        (response,) = self.respond_many(
+            [Request(question, passages, temperature, seed, max_tokens)]
+        )
         if isinstance(response, Exception):
             raise response
         return response
@@ -519,5 +533,6 @@ class TorchGgufGenerator:
         passages: list[str],
         temperature: float | None = None,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> Generation:
-        return read_completion(self.respond(question, passages, temperature, seed))
+        return read_completion(self.respond(question, passages, temperature, seed, max_tokens))

@@ -281,7 +281,13 @@ def generate_parts(gcfg, qids, texts, contexts, prices, as_of) -> list[Part]:
         note = (
             f"{n} self-consistency samples per answer at temperature {gcfg.consistency_temperature}"
         )
-        out.append(_part("generate", "samples", gcfg.model, counter, prompts, n, *tail, [note]))
+        budget = getattr(gcfg, "consistency_max_tokens", None)
+        each = min(budget, gcfg.max_tokens) if isinstance(budget, int) else gcfg.max_tokens
+        if budget == "answer":
+            note += " (each at most its answer's length: counted at max_tokens, an upper bound)"
+        out.append(
+            _part("generate", "samples", gcfg.model, counter, prompts, n, each, *tail[1:], [note])
+        )
     probe = getattr(gcfg, "position_probe", None)
     if probe is not None and probe.enabled:
         from ragrig.generate.position import POSITIONS
