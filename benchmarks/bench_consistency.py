@@ -1,6 +1,7 @@
 """Self-consistency as a correctness surrogate, and what it costs a cold run, side by side.
 
     python benchmarks/bench_consistency.py --samples 2 4                  # SciFact, ~25 min
+    python benchmarks/bench_consistency.py --samples 2 --budgets none answer   # the sample budget
     python benchmarks/bench_consistency.py --smoke                        # the fixture, ~2 min
 
 In a fresh clone of this checkout's HEAD (the venv linked, `../shared` linked as a clone sees
@@ -9,6 +10,9 @@ ARGS=generate.consistency_samples=N` reruns only what reads the samples (estimat
 judge, report: DVC's cache keeps the rest). The stage logs give the cost: the cold run with N
 samples is the cold run plus what the rerun stages took beyond their first run (the stages
 upstream of the estimate cannot change), and its ratio to the cold run is the target (<= 1.3).
+With --budgets, each N is measured at each sample token budget (`generate.consistency_max_tokens`:
+none = the generator's max_tokens, `answer` = the greedy answer's own length, or a number), in
+the same clone one after the other.
 
 The surrogate is read against a labelled sample: every answered claim whose gold label asks for
 a verdict (SciFact's annotators' SUPPORT / CONTRADICT / NOT_ENOUGH_INFO) is correct when the
@@ -147,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--samples", type=int, nargs="+", default=[2, 4], help="generate.consistency_samples"
     )
+    p.add_argument(
+        "--budgets",
+        nargs="+",
+        default=["none"],
+        help="generate.consistency_max_tokens per point: none, answer or a number",
+    )
     p.add_argument("--venv", type=Path, default=None, help="venv to link (default: this one)")
     p.add_argument("--workdir", type=Path, default=None, help="the clone and logs (default: tmp)")
     p.add_argument("--smoke", action="store_true", help="the fixture, 4 claims, short answers")
@@ -155,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if min(args.samples) < 1:
         p.error(f"--samples must be >= 1, got {args.samples}")
+    bad = [b for b in args.budgets if b not in ("none", "answer") and not b.isdigit()]
+    if bad or any(b == "0" for b in args.budgets):
+        p.error(f"--budgets takes none, answer or a positive number, got {bad or ['0']}")
     C.setup_env()
     venv = args.venv or (C.PROJECT_ROOT / ".venv")
     if not (venv / "bin/python").exists():
@@ -175,11 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     cold = cold_run_parts(ws)
     print(f"cold run {cold_s:.1f} s", flush=True)
     points = []
-    for n in args.samples:
+    for budget, n in [(b, n) for b in args.budgets for n in args.samples]:
         first = len(stage_log.read_text(encoding="utf-8").splitlines())
-        print(f"rerun with {n} samples per answer ...", flush=True)
-        sampled = " ".join(x for x in (base, f"generate.consistency_samples={n}") if x)
-        rc, rerun_s = _make(ws, sampled, env, workdir / f"samples-{n}.log")
+        print(f"rerun with {n} samples per answer, sample budget {budget} ...", flush=True)
+        cap = "null" if budget == "none" else budget
+        sampled = " ".join(
+            x
+            for x in (base, f"generate.consistency_samples={n}",
+                      f"generate.consistency_max_tokens={cap}")
+            if x
+        )  # fmt: skip
+        rc, rerun_s = _make(ws, sampled, env, workdir / f"samples-{n}-{budget}.log")
         if rc != 0:
             sys.exit(f"bench_consistency: the run with {n} samples failed ({rc}): see the log")
         rerun, _ = stage_seconds(stage_log, first)
@@ -195,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         point = {
             "samples": n,
+            "budget": budget,
             "rerun_wall_s": round(rerun_s, 1),
             "stages_s": {k: round(v, 1) for k, v in rerun.items()},
             "reran": sorted(rerun),
@@ -207,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         point["target_met"] = point["ratio_to_cold"] <= 1.3
         points.append(point)
         print(
-            f"{n} samples: +{point['extra_s']} s ({point['ratio_to_cold']}x the cold run, target "
+            f"{n} samples, budget {budget}: +{point['extra_s']} s ({point['ratio_to_cold']}x the "
+            "cold run, target "
             f"<= 1.3); stages rerun: {', '.join(point['reran'])}"
         )
         for name in ("by_meaning", "lexical"):
@@ -220,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         **C.header("consistency", ["torch", "transformers", "sentence-transformers"]),
         "machine": cpu_summary(),
-        "config": {"samples": args.samples, "make_args": base, "smoke": args.smoke},
+        "config": {
+            "samples": args.samples,
+            "budgets": args.budgets,
+            "make_args": base,
+            "smoke": args.smoke,
+        },  # fmt: skip
         "cold": {"wall_s": round(cold_s, 1), "stages_s": cold["stages_s"]},
         "points": points,
         "target_ratio": 1.3,

@@ -627,6 +627,7 @@ def test_external_benchmark_flags_edited_sentences(smoke):
 def test_consistency_benchmark_reruns_only_what_reads_the_samples(smoke):
     r = _ok(smoke, "consistency")
     assert r["config"]["samples"] == [2] and r["config"]["smoke"] is True
+    assert r["config"]["budgets"] == ["none"]
     assert r["cold"]["stages_s"]["embed"] > 0 and r["cold"]["wall_s"] > 0
     (point,) = r["points"]
     # the sample count is a generate parameter: the estimate prices it, generate draws the
