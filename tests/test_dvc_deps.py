@@ -365,3 +365,17 @@ def test_no_stage_depends_on_where_runs_are_logged():
     # the estimate reads report.prices (the whole section, cheaply); generate reads only its
     # gate file (data/estimate/ok, the same bytes), so nothing past the estimate reruns
     assert [s for s in base if base[s] != changed[s]] == ["estimate", "report"]
+
+
+def test_the_project_commits_no_dvc_lock():
+    """docs/configuration.md: without a DVC remote a committed lock names outputs no clone's
+    cache holds, and every sweep of a fresh clone refuses it; a local `dvc repro` writes one that
+    `git add -A` would otherwise take along."""
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", "dvc.lock"], cwd=PROJECT, capture_output=True, text=True
+    )
+    if tracked.returncode != 0:  # not a git checkout (an sdist): nothing to check
+        pytest.skip("not a git checkout")
+    assert tracked.stdout.strip() == "", "dvc.lock is tracked: git rm --cached dvc.lock"
