@@ -77,14 +77,20 @@ class _FakeServer:
         return {"choices": [{"message": {"content": text}}], "usage": {"prompt_tokens": 7}}
 
 
-def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seeded():
+def _fake_llama(grammar):
+    """The llama.cpp generator with its server faked: no model load."""
     from ragrig.generate.llama_cpp import LlamaCppGenerator
 
-    gen = LlamaCppGenerator.__new__(LlamaCppGenerator)  # no model load: the server is faked
+    gen = LlamaCppGenerator.__new__(LlamaCppGenerator)
     gen.server, gen.model_name = _FakeServer(), "fake"
     gen.system_prompt, gen.prompt = VERDICT_SYSTEM_PROMPT, "claim_verdict"
     gen.max_tokens, gen.temperature, gen.seed = 16, 0.0, 13
-    gen.grammar, gen.stop = VERDICT_GRAMMAR, []
+    gen.grammar, gen.stop = grammar, []
+    return gen
+
+
+def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seeded():
+    gen = _fake_llama(VERDICT_GRAMMAR)
     df = generate_all(
         gen,
         ["q"],
@@ -112,13 +118,7 @@ def test_verdict_prompt_reaches_the_llama_cpp_chat_messages_and_samples_are_seed
 
 
 def test_a_samples_token_budget_reaches_the_llama_cpp_request():
-    from ragrig.generate.llama_cpp import LlamaCppGenerator
-
-    gen = LlamaCppGenerator.__new__(LlamaCppGenerator)  # no model load: the server is faked
-    gen.server, gen.model_name = _FakeServer(), "fake"
-    gen.system_prompt, gen.prompt = VERDICT_SYSTEM_PROMPT, "claim_verdict"
-    gen.max_tokens, gen.temperature, gen.seed = 16, 0.0, 13
-    gen.grammar, gen.stop = None, []
+    gen = _fake_llama(None)
     args = (["q"], {"q": "Aspirin cures gout."}, {"q": [("d#0", "Aspirin does not cure gout.")]})
     generate_all(gen, *args, 100, progress=False, consistency_samples=2,
                  consistency_max_tokens=5)  # fmt: skip

@@ -733,29 +733,23 @@ def dry_run(builder: Builder, params: Path) -> list[str]:
     rcfg = load_section("report", params)
     counter = TokenCounter(cfg.llm.model, local_gguf(cfg.llm.backend))
     lines = [f"ragrig synth --dry-run: no model called; prices as of {rcfg.prices_as_of}"]
-    total = 0.0
-    for kind in ("per_chunk", "multi_hop"):
-        prompts = [m for k, _, m in builder.prompts() if k == kind]
-        tokens = sum(counter.chat(m) for m in prompts)
-        completion = len(prompts) * cfg.llm.max_tokens
-        usd = price(cfg.llm.model, rcfg.prices, rcfg.prices_as_of, tokens, completion)
-        total += usd
-        lines.append(
-            f"  {kind:<10} {len(prompts):>5} calls  {tokens:>8} prompt tokens ({counter.kind})  "
-            f"<= {completion:>7} completion tokens  ${usd:.4f}"
-        )
+    prompts = builder.prompts()
+    asked = {kind: [m for k, _, m in prompts if k == kind] for kind in ("per_chunk", "multi_hop")}
+    rows = [(kind, f"{len(m):>5}", m, "") for kind, m in asked.items()]
     if "paraphrase" in cfg.adversarial:  # one call per kept per_chunk query: at most one each
-        asked = [m for k, _, m in builder.prompts() if k == "per_chunk"]
         # the question is not written yet: its longest allowed length stands in for it
-        stand_in = "x " * cfg.llm.max_tokens
-        tokens = sum(counter.chat(paraphrase_messages(stand_in)) for _ in asked)
-        completion = len(asked) * cfg.llm.max_tokens
+        stand_in = paraphrase_messages("x " * cfg.llm.max_tokens)
+        n = len(asked["per_chunk"])
+        rows.append(("paraphrase", f"<= {n:>2}", [stand_in] * n, ", questions at max_tokens"))
+    total = 0.0
+    for kind, calls, messages, how in rows:
+        tokens = sum(counter.chat(m) for m in messages)
+        completion = len(messages) * cfg.llm.max_tokens
         usd = price(cfg.llm.model, rcfg.prices, rcfg.prices_as_of, tokens, completion)
         total += usd
         lines.append(
-            f"  {'paraphrase':<10} <= {len(asked):>2} calls  {tokens:>8} prompt tokens "
-            f"({counter.kind}, questions at max_tokens)  <= {completion:>7} completion tokens  "
-            f"${usd:.4f}"
+            f"  {kind:<10} {calls} calls  {tokens:>8} prompt tokens ({counter.kind}{how})  "
+            f"<= {completion:>7} completion tokens  ${usd:.4f}"
         )
     lines.append(f"  total ${total:.4f} (completions at max_tokens: an upper bound); the other "
                  "adversarial kinds call no model")  # fmt: skip
