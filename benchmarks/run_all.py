@@ -258,7 +258,9 @@ SMOKE_ARGS = {
         "0.1",
         "--workdir",
         "{tmp}/traces",
-        "--glibc-heap-too",
+        "--runtimes",
+        "onnx",
+        "torch",
     ],  # fmt: skip
     # on the AVX2 path of whatever CPU runs it: the caps, their check and fp32 `auto` once each
     "suite": [

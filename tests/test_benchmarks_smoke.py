@@ -325,13 +325,14 @@ def test_filters_benchmark_measures_the_metric_and_the_report_block_alike(smoke)
 
 def test_traces_benchmark_times_the_command_on_a_synthetic_log(smoke):
     r = _ok(smoke, "traces")
-    run, glibc = r["runs"]
+    run, torch = r["runs"]
     assert r["config"] == {
-        "interactions": 2000, "hours": 4, "rates": [0.1], "glibc_heap_too": True,
+        "interactions": 2000, "hours": 4, "rates": [0.1], "glibc_heap_too": False,
+        "runtimes": ["onnx", "torch"],
     }  # fmt: skip
-    # the default heap and glibc's own, side by side: the same sample, the same verdicts
-    assert (run["heap"], glibc["heap"]) == ("bounded", "glibc")
-    assert (glibc["judged"], glibc["alerts"]) == (run["judged"], run["alerts"])
+    # the default runtime and torch's, side by side: the same sample, the same verdicts
+    assert (run["runtime"], torch["runtime"]) == ("onnx", "torch")
+    assert (torch["judged"], torch["alerts"]) == (run["judged"], run["alerts"])
     assert run["lines"] == 2000 and run["sample_rate"] == 0.1
     assert 150 <= run["judged"] <= 250  # a 10% hashed sample of 2,000
     assert run["exit"] == 1 and run["alerts"] >= 1  # the synthetic incident is found

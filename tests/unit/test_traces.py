@@ -187,6 +187,9 @@ def test_the_command_writes_its_files_logs_a_run_per_window_and_exits_on_an_aler
     downs = [q for q in queue if "thumbs_down" in q["reasons"]]
     assert [q["id"] for q in downs] == [f"x{100 + i}" for i in range(40)]
     assert {q["judge"]["judged_faithful"] for q in downs} == {0.0}
+    # the default runtime ran both models through onnxruntime: torch was never imported
+    models = json.loads((tmp_path / "out" / "traces.json").read_text())["models"]
+    assert models == {"runtime": "onnx", "torch_imported": False}
     summary = json.loads((tmp_path / "out" / "traces.json").read_text())["review_queue"]
     assert (summary["items"], summary["by_split"]) == (40, {"release": 40, "monitoring": 0})
     assert "review queue: 40 interactions (thumbs_down 40; 40 release, 0 monitoring)" in (

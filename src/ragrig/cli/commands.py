@@ -81,7 +81,8 @@ def add_estimate(sub: Any) -> None:
 def add_prepare(sub: Any) -> None:
     p = sub.add_parser(
         "prepare",
-        help="convert the packaged GGUF generator's weights once per machine (make setup runs it)",
+        help="convert the packaged GGUF generator's weights and export the verifier and MiniLM "
+        "to ONNX, once per machine (make setup runs it)",
     )
     p.add_argument(
         "models",
@@ -89,7 +90,8 @@ def add_prepare(sub: Any) -> None:
         default=["packaged:SmolLM2-135M-Instruct"],
         help="model references (default: the default generator's, packaged:SmolLM2-135M-Instruct)",
     )
-    p.set_defaults(func=_lazy("ragrig.generate.torch_gguf", "cmd_prepare"))
+    p.add_argument("--no-onnx", action="store_true", help="skip the ONNX exports")
+    p.set_defaults(func=_lazy("ragrig.weights.prepare", "cmd_prepare"))
 
 
 def add_warm(sub: Any) -> None:

@@ -91,6 +91,9 @@ class OnnxEmbedder(Prefixed):
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.log_severity_level = 3
+        # no arena: batches of varying shapes would grow it and keep it resident (§21)
+        opts.enable_cpu_mem_arena = False
+        opts.enable_mem_pattern = False
         self.session = ort.InferenceSession(
             str(path), sess_options=opts, providers=["CPUExecutionProvider"]
         )

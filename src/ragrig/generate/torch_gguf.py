@@ -139,16 +139,6 @@ def prepare(model: str) -> tuple[Path, bool]:
     return cache, True
 
 
-def cmd_prepare(args: Any) -> int:
-    """`ragrig prepare`: the packaged GGUF models' conversions, each timed."""
-    for model in args.models:
-        t0 = time.perf_counter()
-        cache, converted = prepare(model)
-        took = f"converted in {time.perf_counter() - t0:.1f} s" if converted else "already there"
-        print(f"ragrig prepare: {model}: {took} ({cache})")
-    return 0
-
-
 def _shared(a: list[int], b: list[int]) -> int:
     """How many leading tokens `a` and `b` have in common."""
     return next(

@@ -134,6 +134,110 @@ class _ShippedCrossEncoder:
         return np.concatenate(out) if out else np.zeros((0, len(LABELS)), dtype=np.float32)
 
 
+class _OnnxCrossEncoder:
+    """A cross-encoder through onnxruntime (`quantize: onnx` / `onnx_int8`), behind the same
+    slice of CrossEncoder's interface: its fp32 graph exported once per machine from the torch
+    weights (ragrig.weights.onnx_export), tokenised by the `tokenizers` library from the model's
+    tokenizer.json (pairs truncated longest first, as transformers' tokenizer truncates them).
+    No torch is imported once the file exists; scores agree with the torch fp32 path to ~1e-6
+    (int8: close, not the same)."""
+
+    def __init__(self, path: str | Path | None, max_length: int, threads: int, int8: bool):
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        from ragrig.weights import onnx_export
+        from ragrig.weights.models import resolve_model
+
+        if path is None or str(path) == SHIPPED:
+            weights = check_shipped()
+            self.path = weights
+            folder = Path(resolve_model(SHIPPED_BASE))
+            id2label = dict(enumerate(LABELS))
+            name, digest = "verifier", SHIPPED_SHA256
+
+            def load() -> Any:
+                return _ShippedCrossEncoder(weights, max_length).model
+
+        else:
+            folder = locate(path)
+            self.path = folder
+            found = sorted(folder.glob("*.safetensors"))
+            if not found:
+                raise ConfigError(f"verifier model {folder} has no safetensors weights for ONNX")
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            id2label = {int(k): v for k, v in (config.get("id2label") or {}).items()}
+            name, digest = f"cross-{folder.parent.name}-{folder.name}", _digest(found)
+
+            def load() -> Any:
+                from transformers import AutoModelForSequenceClassification
+
+                return AutoModelForSequenceClassification.from_pretrained(str(folder))
+
+        tokenizer_json = folder / "tokenizer.json"
+        if not tokenizer_json.is_file():
+            raise ConfigError(f"verifier model {folder} has no tokenizer.json for ONNX")
+
+        def hf_tokenizer() -> Any:
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(folder))
+
+        file, made = onnx_export.cross_encoder_onnx(
+            name, digest, load, _Deferred(hf_tokenizer), int8
+        )
+        self.session = onnx_export.load_session(file, threads)
+        self.onnx_file, self.exported = file, made
+        tok = Tokenizer.from_file(str(tokenizer_json))
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_length, strategy="longest_first")
+        self.tokenizer = tok
+        pad = tok.token_to_id("[PAD]")
+        self.pad_id = 0 if pad is None else pad
+        self.config = type("Config", (), {"id2label": id2label})()
+        self.max_length = max_length
+        self._np = np
+
+    def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32, **_: Any) -> Any:
+        np = self._np
+        out = []
+        for s in range(0, len(pairs), batch_size):
+            encs = self.tokenizer.encode_batch([(a, b) for a, b in pairs[s : s + batch_size]])
+            width = max(len(e.ids) for e in encs)
+            feed = {
+                k: np.full((len(encs), width), self.pad_id if k == "input_ids" else 0, np.int64)
+                for k in ("input_ids", "attention_mask", "token_type_ids")
+            }
+            for row, e in enumerate(encs):
+                n = len(e.ids)
+                feed["input_ids"][row, :n] = e.ids
+                feed["attention_mask"][row, :n] = e.attention_mask
+                feed["token_type_ids"][row, :n] = e.type_ids
+            logits = self.session.run(["logits"], feed)[0].astype(np.float64)
+            z = np.exp(logits - logits.max(axis=1, keepdims=True))
+            out.append((z / z.sum(axis=1, keepdims=True)).astype(np.float32))
+        return np.concatenate(out) if out else np.zeros((0, len(LABELS)), dtype=np.float32)
+
+
+class _Deferred:
+    """A tokenizer built on its first call: the export's example input needs transformers'
+    tokenizer, which is only loaded when there is something to export."""
+
+    def __init__(self, make: Any):
+        self.make = make
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.make()(*args, **kwargs)
+
+
+def _digest(files: list[Path]) -> str:
+    import hashlib
+
+    from ragrig.core.io import file_sha256
+
+    return hashlib.sha256("".join(file_sha256(f) for f in files).encode()).hexdigest()
+
+
 def locate(path: str | Path) -> Path:
     """The model folder of a train_verifier output (or a model folder itself); a clear error
     naming the path when it holds no trained model."""
@@ -161,7 +265,7 @@ def locate(path: str | Path) -> Path:
     return path
 
 
-QUANTIZE = ("none", "bf16", "int8")
+QUANTIZE = ("none", "bf16", "int8", "onnx", "onnx_int8")
 
 
 class Verifier:
@@ -172,7 +276,9 @@ class Verifier:
     replaces the Linear layers by dynamically quantized int8 ones (torch.ao, fbgemm);
     `quantize="bf16"` runs the matrix products in bfloat16 under torch's CPU autocast (the
     embedder's bf16). Both are faster on CPU, with scores close to but not identical with fp32
-    (docs/benchmarks.md §5)."""
+    (docs/benchmarks.md §5). `quantize="onnx"` runs the same fp32 model through onnxruntime
+    (the same scores to ~1e-6, no torch; faster than torch's fp32 on an AVX2-only CPU), and
+    `onnx_int8` its int8 copy (docs/benchmarks.md §21)."""
 
     def __init__(
         self,
@@ -182,15 +288,22 @@ class Verifier:
         threads: int = 2,
         quantize: str = "none",
     ):
-        import torch
+        if quantize not in QUANTIZE:
+            raise ConfigError(f"verifier quantize {quantize!r}: choose one of {list(QUANTIZE)}")
+        if quantize.startswith("onnx"):  # onnxruntime: no torch imported once exported
+            self.model = _OnnxCrossEncoder(path, max_length, threads, quantize == "onnx_int8")
+            self.path = self.model.path
+        elif path is None or str(path) == SHIPPED:
+            import torch
 
-        torch.set_num_threads(threads)
-        if path is None or str(path) == SHIPPED:
+            torch.set_num_threads(threads)
             self.path = shipped_path()
             self.model = _ShippedCrossEncoder(self.path, max_length)
         else:
+            import torch
             from sentence_transformers.cross_encoder import CrossEncoder
 
+            torch.set_num_threads(threads)
             self.path = locate(path)
             try:
                 self.model = CrossEncoder(str(self.path), max_length=max_length, device="cpu")
@@ -206,8 +319,6 @@ class Verifier:
             )
         self.support_index = labels[SUPPORT]
         self.batch_size = batch_size
-        if quantize not in QUANTIZE:
-            raise ConfigError(f"verifier quantize {quantize!r}: choose one of {list(QUANTIZE)}")
         self.quantize = quantize
         if quantize == "int8":
             quantize_linear_int8(

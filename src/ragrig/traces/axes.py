@@ -69,22 +69,25 @@ class OnlineAxes:
         self.passages = PassageVectors()
 
     @classmethod
-    def from_params(cls, params: Path, semantic: bool = True) -> OnlineAxes:
+    def from_params(cls, params: Path, semantic: bool = True, runtime: str = "torch") -> OnlineAxes:
         """The report's weights and similarity range, the embed section's model (loaded on
-        first use) when `semantic`, the judge's consistency settings (or their defaults)."""
+        first use) when `semantic`, the judge's consistency settings (or their defaults);
+        `runtime="onnx"`: both models through onnxruntime (conf/traces.yaml `runtime`)."""
         from ragrig.core.config import load_section
-        from ragrig.judge.config import ConsistencyConfig
+        from ragrig.judge.config import ConsistencyConfig, onnx_verifiers
         from ragrig.judge.confirm import LazyVerifier
 
         rcfg = load_section("report", params).scorecard
         jcfg = load_section("judge", params)
         ccfg = getattr(jcfg, "consistency", None) or ConsistencyConfig()
+        if runtime == "onnx":
+            ccfg = onnx_verifiers(ccfg)
         sim = rcfg.similarity_range
         return cls(
             {k: float(v) for k, v in rcfg.relevance_weights.items()},
             {k: float(v) for k, v in rcfg.correctness_surrogate_weights.items()},
             (sim.irrelevant, sim.relevant),
-            _LazyEmbedders(params) if semantic else None,
+            _LazyEmbedders(params, runtime) if semantic else None,
             LazyVerifier(ccfg).readings,
             ccfg.threshold,
         )
@@ -207,8 +210,9 @@ class PassageVectors:
 class _LazyEmbedders:
     """The embed section's model for questions and passages, loaded on the first batch."""
 
-    def __init__(self, params: Path):
+    def __init__(self, params: Path, runtime: str = "torch"):
         self.params = params
+        self.runtime = runtime
         self._pair: tuple[Any, Any] | None = None
 
     def pair(self) -> tuple[Any, Any]:
@@ -219,7 +223,9 @@ class _LazyEmbedders:
 
             cfg = load_section("embed", self.params)
             # the same model without sentence-transformers' imports where it can be (~300 MB)
-            passages = light_embedder(cfg, role="passage") or make_embedder(cfg, role="passage")
+            passages = light_embedder(cfg, "passage", self.runtime) or make_embedder(
+                cfg, role="passage"
+            )
             self._pair = passages.with_prefix(cfg.query_prefix), passages
         return self._pair
 

@@ -21,13 +21,13 @@ def load_config(path: Path | None) -> TracesConfig:
     return load_config_file(TracesConfig, path, "conf/traces.yaml")
 
 
-def query_embedder(params: Path) -> Any:
+def query_embedder(params: Path, runtime: str = "torch") -> Any:
     from ragrig.core.config import load_section
     from ragrig.embed import make_embedder
     from ragrig.traces.embedder import light_embedder
 
     cfg = load_section("embed", params)
-    return light_embedder(cfg, role="query") or make_embedder(cfg, role="query")
+    return light_embedder(cfg, "query", runtime) or make_embedder(cfg, role="query")
 
 
 def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) -> list[Path]:
@@ -54,6 +54,8 @@ def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) ->
         "signals": json.loads(result.signals.to_json(orient="records")),
         "review_queue": result.queue.summary() if result.queue is not None else None,
         "config": cfg.model_dump(),
+        # what ran the models: with runtime onnx no torch is imported (its ~300 MB resident)
+        "models": {"runtime": cfg.runtime, "torch_imported": "torch" in sys.modules},
     }
     paths.append(out / "traces.json")
     atomic_write_text(paths[-1], json.dumps(summary, indent=2) + "\n")
@@ -225,12 +227,16 @@ def cmd_traces(args: argparse.Namespace) -> int:
         if cfg.bound_heap:
             from ragrig.runtime.malloc import bound_heap
 
-            bound_heap()
-        judging = Judging.from_params(Path(args.params), cfg.semantic_relevance)
+            bound_heap(cfg.heap_threshold_mib << 20)
+        judging = Judging.from_params(Path(args.params), cfg.semantic_relevance, cfg.runtime)
         embedder = None
         if cfg.drift.queries:  # the relevance's question embedder when it has one: one model
             shared = judging.axes.embedders
-            embedder = shared.pair()[0] if shared is not None else query_embedder(Path(args.params))
+            embedder = (
+                shared.pair()[0]
+                if shared is not None
+                else query_embedder(Path(args.params), cfg.runtime)
+            )
         result = evaluate(source, cfg, judging, embedder, progress=not args.quiet)
         paths = write_outputs(result, cfg, Path(args.out), source)
         logged = (

@@ -162,10 +162,24 @@ class TracesConfig(Section):
         description="relevance's semantic part: question and contexts embedded by the embed "
         "section's model (false: keyword and context parts only, no model loaded)",
     )
+    runtime: Literal["onnx", "torch"] = Field(
+        "onnx",
+        description="how the embedder and the verifier run: onnx (their fp32 graphs through "
+        "onnxruntime, exported once per machine by ragrig prepare; no torch imported, the same "
+        "scores as torch's fp32 to ~1e-6); torch (the params' precision: faster where the CPU "
+        "has native bf16 units, ~300 MB more resident)",
+    )
     bound_heap: bool = Field(
         True,
-        description="fix glibc's mmap threshold at 1 MiB (ragrig.runtime.malloc): resident memory "
-        "stays near what is used over a long log, at some speed",
+        description="fix glibc's mmap threshold at heap_threshold_mib (ragrig.runtime.malloc): "
+        "resident memory stays near what is used over a long log, at some speed",
+    )
+    heap_threshold_mib: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        description="bound_heap's threshold: blocks above it are mapped and returned at once. "
+        "8 measured best with runtime onnx, 1 with runtime torch (docs/benchmarks.md §21)",
     )
     mlflow: bool = Field(True, description="one MLflow run per window, with its traces")
     max_traces_per_window: int = Field(

@@ -8,8 +8,9 @@ longest text of a batch), run the encoder, average the token embeddings the atte
 divide by the L2 norm; bf16 under the same CPU autocast as the full embedder. Texts are batched longest first, as sentence-transformers orders them,
 and vectors come back in input order; they agree with sentence-transformers' to 1e-5
 (tests/unit/test_embed.py). `light_embedder` returns None for any other shape or method, a
-precision other than fp32 and bf16 (int8 quantises the full model's layers), or a model that is not packaged, and the caller loads the full
-embedder.
+precision other than fp32 and bf16 (int8 quantises the full model's layers), or a model that is
+not packaged, and the caller loads the full embedder. With `runtime="onnx"` (conf/traces.yaml's
+`runtime`) the same model runs as an fp32 ONNX graph through onnxruntime, with no torch at all.
 """
 
 from __future__ import annotations
@@ -85,8 +86,10 @@ class MeanPoolEmbedder(Prefixed):
         return out
 
 
-def light_embedder(cfg: Any, role: str = "passage") -> MeanPoolEmbedder | None:
-    """The embed section's model without sentence-transformers, when it can be (module doc)."""
+def light_embedder(cfg: Any, role: str = "passage", runtime: str = "torch") -> Any:
+    """The embed section's model without sentence-transformers, when it can be (module doc);
+    `runtime="onnx"`: its fp32 graph through onnxruntime (ragrig.weights.onnx_export; no torch,
+    the same vectors as fp32 to ~1e-6), whatever precision the section names."""
     from ragrig.weights.models import resolve_model
     from ragrig.weights.precision import resolve_precision
 
@@ -112,4 +115,10 @@ def light_embedder(cfg: Any, role: str = "passage") -> MeanPoolEmbedder | None:
         except (OSError, ValueError, KeyError, TypeError):
             return None
     prefix = cfg.query_prefix if role == "query" else cfg.passage_prefix
+    if runtime == "onnx":
+        from ragrig.embed.onnx import OnnxEmbedder
+        from ragrig.weights.onnx_export import encoder_onnx
+
+        graph, _ = encoder_onnx(folder)
+        return OnnxEmbedder(str(graph), str(folder), cfg.batch_size, length, cfg.normalize, prefix)
     return MeanPoolEmbedder(folder, length, cfg.batch_size, cfg.normalize, prefix, precision)

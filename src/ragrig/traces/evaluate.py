@@ -104,13 +104,17 @@ class Judging:
     method: str = ""  # the judge's, as the window table names faithfulness's method
 
     @classmethod
-    def from_params(cls, params: Path, semantic: bool = True) -> Judging:
+    def from_params(cls, params: Path, semantic: bool = True, runtime: str = "torch") -> Judging:
         """The params' judge; `semantic`: relevance's semantic part (the embed section's
-        model) when its weight is not 0."""
+        model) when its weight is not 0; `runtime="onnx"`: every verifier of the judge section
+        through onnxruntime (ragrig.judge.config.onnx_verifiers)."""
         from ragrig.core.config import load_section
         from ragrig.judge import make_judge
+        from ragrig.judge.config import onnx_verifiers
 
         jcfg = load_section("judge", params)
+        if runtime == "onnx":
+            jcfg = onnx_verifiers(jcfg)
         rcfg = load_section("report", params)
         if getattr(jcfg, "llm", None) is not None:
             from ragrig.core.errors import ConfigError
@@ -125,7 +129,7 @@ class Judging:
             getattr(jcfg, "decision_threshold", None),
             getattr(jcfg, "veto", None),
             rcfg.scorecard.faithfulness_reads,
-            OnlineAxes.from_params(params, semantic),
+            OnlineAxes.from_params(params, semantic, runtime),
             f"{jcfg.method} judge, {rcfg.scorecard.faithfulness_reads}",
         )
 
