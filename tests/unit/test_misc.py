@@ -63,3 +63,19 @@ def test_project_root_from_an_experiment_copy(tmp_path):
     copy.mkdir(parents=True)
     assert project_root(copy) == (tmp_path / "proj").resolve()
     assert project_root(tmp_path) == tmp_path.resolve()
+
+
+def test_command_descriptions_are_the_module_docstrings_unimported():
+    """`ragrig <verb> --help` reads each deferred module's docstring from its source: the same
+    text `ast` gives (backslash continuations included), and nothing for a module without one."""
+    import ast
+    import importlib.util
+
+    from ragrig.cli.commands import _doc
+
+    for module in ("ragrig.storage.remote", "ragrig.runtime.warm", "ragrig.report.estimate"):
+        origin = importlib.util.find_spec(module).origin
+        want = ast.get_docstring(ast.parse(Path(origin).read_text(encoding="utf-8")))
+        assert want and _doc(module) == want
+    assert "\\\n" not in _doc("ragrig.storage.remote")
+    assert _doc("ragrig.no_such_module") == ""

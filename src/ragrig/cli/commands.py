@@ -17,15 +17,28 @@ def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _doc(module: str) -> str:
+    """The docstring of `module`, read from its source without importing it (its imports are
+    what the command line defers) and without `ast`: CPython 3.11's AST constructor keeps one
+    recursion counter for all threads, and a parse racing another thread's raises SystemError
+    (python/cpython#106905)."""
     import importlib.util
+    import inspect
+    import tokenize
 
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return ""
-    import ast
-    from pathlib import Path
-
-    return ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))) or ""
+    with open(spec.origin, "rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            if tok.type in (tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                continue
+            if tok.type != tokenize.STRING:
+                return ""
+            if "f" in tok.string.split(tok.string[-1], 1)[0].lower():
+                return ""  # an f-string is no docstring
+            # one string literal, evaluated by the compiler (no Python AST objects are built)
+            return inspect.cleandoc(eval(tok.string, {"__builtins__": {}}))  # noqa: S307
+    return ""
 
 
 def add_parsers(sub: Any) -> None:
@@ -91,7 +104,7 @@ def add_prepare(sub: Any) -> None:
         help="model references (default: the default generator's, packaged:SmolLM2-135M-Instruct)",
     )
     p.add_argument("--no-onnx", action="store_true", help="skip the ONNX exports")
-    p.set_defaults(func=_lazy("ragrig.weights.prepare", "cmd_prepare"))
+    p.set_defaults(func=_lazy("ragrig.cli.prepare", "cmd_prepare"))
 
 
 def add_warm(sub: Any) -> None:

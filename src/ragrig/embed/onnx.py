@@ -29,6 +29,7 @@ import numpy as np
 from ragrig.core.io import file_sha256
 from ragrig.embed.base import Prefixed
 from ragrig.weights.models import model_fingerprint, resolve_model
+from ragrig.weights.onnx_runtime import padded, session_options
 
 
 def tokenizer_file(ref: str) -> Path:
@@ -86,16 +87,8 @@ class OnnxEmbedder(Prefixed):
         self.pad_id = 0 if pad_id is None else pad_id
         self.tokenizer = tok
 
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = _threads()
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.log_severity_level = 3
-        # no arena: batches of varying shapes would grow it and keep it resident (§21)
-        opts.enable_cpu_mem_arena = False
-        opts.enable_mem_pattern = False
         self.session = ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+            str(path), sess_options=session_options(_threads()), providers=["CPUExecutionProvider"]
         )
         self.input_names = {i.name for i in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self.input_names
@@ -134,17 +127,11 @@ class OnnxEmbedder(Prefixed):
 
     def _run(self, encodings: list) -> np.ndarray:
         """One batch: pad to its longest text, run, pool."""
-        width = max(len(e.ids) for e in encodings)
-        ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, e in enumerate(encodings):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = e.attention_mask
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self.input_names:
-            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = padded(encodings, self.pad_id)
+        if "token_type_ids" not in self.input_names:
+            del feed["token_type_ids"]
         (tokens,) = self.session.run([self.output], feed)
-        return mean_pool(tokens, mask, self.normalize)
+        return mean_pool(tokens, feed["attention_mask"], self.normalize)
 
     def encode(
         self, texts: list[str], progress: bool = False, done: Callable[[int], None] | None = None

@@ -143,10 +143,9 @@ class _OnnxCrossEncoder:
     (int8: close, not the same)."""
 
     def __init__(self, path: str | Path | None, max_length: int, threads: int, int8: bool):
-        import numpy as np
         from tokenizers import Tokenizer
 
-        from ragrig.weights import onnx_export
+        from ragrig.weights import onnx_export, onnx_runtime
         from ragrig.weights.models import resolve_model
 
         if path is None or str(path) == SHIPPED:
@@ -178,15 +177,8 @@ class _OnnxCrossEncoder:
         if not tokenizer_json.is_file():
             raise ConfigError(f"verifier model {folder} has no tokenizer.json for ONNX")
 
-        def hf_tokenizer() -> Any:
-            from transformers import AutoTokenizer
-
-            return AutoTokenizer.from_pretrained(str(folder))
-
-        file, made = onnx_export.cross_encoder_onnx(
-            name, digest, load, _Deferred(hf_tokenizer), int8
-        )
-        self.session = onnx_export.load_session(file, threads)
+        file, made = onnx_export.cross_encoder_onnx(name, digest, load, folder, int8)
+        self.session = onnx_runtime.load_session(file, threads)
         self.onnx_file, self.exported = file, made
         tok = Tokenizer.from_file(str(tokenizer_json))
         tok.no_padding()
@@ -196,38 +188,20 @@ class _OnnxCrossEncoder:
         self.pad_id = 0 if pad is None else pad
         self.config = type("Config", (), {"id2label": id2label})()
         self.max_length = max_length
-        self._np = np
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32, **_: Any) -> Any:
-        np = self._np
+        import numpy as np
+
+        from ragrig.weights.onnx_runtime import padded
+
         out = []
         for s in range(0, len(pairs), batch_size):
             encs = self.tokenizer.encode_batch([(a, b) for a, b in pairs[s : s + batch_size]])
-            width = max(len(e.ids) for e in encs)
-            feed = {
-                k: np.full((len(encs), width), self.pad_id if k == "input_ids" else 0, np.int64)
-                for k in ("input_ids", "attention_mask", "token_type_ids")
-            }
-            for row, e in enumerate(encs):
-                n = len(e.ids)
-                feed["input_ids"][row, :n] = e.ids
-                feed["attention_mask"][row, :n] = e.attention_mask
-                feed["token_type_ids"][row, :n] = e.type_ids
+            feed = padded(encs, self.pad_id)
             logits = self.session.run(["logits"], feed)[0].astype(np.float64)
             z = np.exp(logits - logits.max(axis=1, keepdims=True))
             out.append((z / z.sum(axis=1, keepdims=True)).astype(np.float32))
         return np.concatenate(out) if out else np.zeros((0, len(LABELS)), dtype=np.float32)
-
-
-class _Deferred:
-    """A tokenizer built on its first call: the export's example input needs transformers'
-    tokenizer, which is only loaded when there is something to export."""
-
-    def __init__(self, make: Any):
-        self.make = make
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.make()(*args, **kwargs)
 
 
 def _digest(files: list[Path]) -> str:

@@ -62,7 +62,7 @@ def cached_path(name: str, digest: str, int8: bool = False) -> Path:
 
 def _valid(path: Path) -> bool:
     """A finished export: written whole by rename, so existing and non-empty is enough; an
-    unreadable file is caught by the session's load (load_session)."""
+    unreadable file is caught by the session's load (ragrig.weights.onnx_runtime.load_session)."""
     return path.is_file() and path.stat().st_size > 0
 
 
@@ -165,31 +165,44 @@ def _eager(model: Any) -> Any:
     return model.eval()
 
 
+def _hf_tokenizer(folder: Path) -> Any:
+    from transformers import AutoTokenizer
+    from transformers import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def _with_int8(path: Path, made: bool, int8: bool) -> tuple[Path, bool]:
+    """`path`, or its int8 copy (written now when missing) when `int8`."""
+    if not int8:
+        return path, made
+    qpath = path.with_name(path.name[: -len(".onnx")] + ".int8.onnx")
+    if not _valid(qpath):
+        _quantize(path, qpath)
+        made = True
+    return qpath, made
+
+
 def cross_encoder_onnx(
-    name: str, digest: str, load: Any, tokenizer: Any, int8: bool = False
+    name: str, digest: str, load: Any, tokenizer_folder: Path, int8: bool = False
 ) -> tuple[Path, bool]:
     """(the ONNX file of a cross-encoder, whether this call exported it). `load()` gives the
-    torch sequence classifier (called only when the file is missing), `tokenizer` the HF tokenizer
-    of its example input; `digest` names its weights."""
+    torch sequence classifier and `tokenizer_folder` the tokenizer of its example input (both
+    read only when the file is missing); `digest` names its weights."""
     path = cached_path(name, digest)
-    made = False
-    if not _valid(path):
+    made = not _valid(path)
+    if made:
         model = _eager(load())
-        enc = tokenizer(
+        enc = _hf_tokenizer(tokenizer_folder)(
             ["a short claim", "a second, longer claim of the example"],
             ["evidence text", "more evidence"],
             padding=True,
             return_tensors="pt",
         )
         _export(_logits_module(model), {k: enc[k] for k in CROSS_INPUTS}, ["logits"], path)
-        made = True
-    if not int8:
-        return path, made
-    qpath = cached_path(name, digest, int8=True)
-    if not _valid(qpath):
-        _quantize(path, qpath)
-        made = True
-    return qpath, made
+    return _with_int8(path, made, int8)
 
 
 def encoder_onnx(folder: Path, int8: bool = False) -> tuple[Path, bool]:
@@ -199,49 +212,14 @@ def encoder_onnx(folder: Path, int8: bool = False) -> tuple[Path, bool]:
     if weights is None:
         raise ConfigError(f"{folder}: no safetensors weights to export to ONNX")
     path = cached_path("encoder", file_sha256(weights))
-    made = False
-    if not _valid(path):
-        from transformers import AutoModel, AutoTokenizer
-        from transformers import logging as hf_logging
+    made = not _valid(path)
+    if made:
+        from transformers import AutoModel
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
         model = _eager(AutoModel.from_pretrained(str(folder)))
-        tok = AutoTokenizer.from_pretrained(str(folder))
-        enc = tok(["a text", "a second, longer text of the example"], padding=True,
-                  return_tensors="pt")  # fmt: skip
+        enc = _hf_tokenizer(folder)(
+            ["a text", "a second, longer text of the example"], padding=True, return_tensors="pt"
+        )
         example = {k: enc[k] for k in ("input_ids", "attention_mask")}
         _export(_hidden_module(model), example, ["last_hidden_state"], path)
-        made = True
-    if not int8:
-        return path, made
-    qpath = cached_path("encoder", file_sha256(weights), int8=True)
-    if not _valid(qpath):
-        _quantize(path, qpath)
-        made = True
-    return qpath, made
-
-
-def load_session(path: Path, threads: int) -> Any:
-    """An onnxruntime CPU session of `path`, sequential, `threads` intra-op threads; a file
-    that does not load is one line naming it (delete it and the next use exports it again)."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = max(int(threads), 0)
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.log_severity_level = 3
-    # no arena: batches of varying shapes would grow it and keep it resident (§21)
-    opts.enable_cpu_mem_arena = False
-    opts.enable_mem_pattern = False
-    try:
-        return ort.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-    except Exception as exc:  # onnxruntime raises its own exception types
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(
-            f"ONNX file {path} cannot be loaded ({first[:200]}): delete it and it is exported "
-            "again on next use (ragrig prepare)"
-        ) from None
+    return _with_int8(path, made, int8)
