@@ -484,12 +484,12 @@ def test_sweep_embeds_once_logs_two_runs_and_ui_lists_them(ws):
         exp = requests.get(
             f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
             params={"experiment_name": "ragrig"},
-            timeout=10,
+            timeout=120,
         ).json()["experiment"]
         listed = requests.post(
             f"{info['url']}/api/2.0/mlflow/runs/search",
             json={"experiment_ids": [exp["experiment_id"]], "max_results": 100},
-            timeout=10,
+            timeout=120,
         ).json()
         listed_ids = {r["info"]["run_id"] for r in listed["runs"]}
         assert set(new["run_id"]) <= listed_ids

@@ -74,7 +74,7 @@ def test_runs_table_link_and_answers_table_render(tmp_path: Path, monkeypatch):
         exp_id = requests.get(
             f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
             params={"experiment_name": "ragrig"},
-            timeout=10,
+            timeout=120,
         ).json()["experiment"]["experiment_id"]
         table = _dom(runs_table_url(info["url"], exp_id), tmp_path / "profile1")
         assert "viewing a shared view" in table  # the view was found and applied
@@ -122,7 +122,7 @@ def test_a_person_labels_an_answer_trace_in_the_ui_and_it_comes_back_as_a_label(
         exp_id = requests.get(
             f"{info['url']}/api/2.0/mlflow/experiments/get-by-name",
             params={"experiment_name": "ragrig"},
-            timeout=10,
+            timeout=120,
         ).json()["experiment"]["experiment_id"]
         with Chromium(CHROMIUM, tmp_path) as c:
             c.open(f"{info['url']}/#/experiments/{exp_id}/runs/{run_id}/traces")

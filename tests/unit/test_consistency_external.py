@@ -193,6 +193,38 @@ def test_claims_against_the_corpus_supported_contradicted_and_silent():
     assert record[1]["p_contradict"] == 0.9 and record[2]["evidence"] == "number: 500"
 
 
+def test_a_swapped_name_another_retrieved_document_mentions_is_flagged_against_the_source():
+    """The name is checked where the claim's other words are (Curie's chunk), not in every
+    retrieved chunk: Einstein's own document is retrieved too, and names him."""
+    corpus = [
+        ("curie", "Radium and polonium were discovered by Marie Curie in Paris."),
+        ("einstein", "Albert Einstein lectured in Paris on relativity."),
+    ]
+
+    def search(texts, k):
+        return [[0, 1][:k] for _ in texts]
+
+    check = ExternalCheck(
+        search, [t for _, t in corpus], [d for d, _ in corpus], read_stub, k=2, window=1
+    )
+    judge = OverlapJudge()
+    swapped, original = check.check_all(
+        [
+            judge.claim_set("", "Radium and polonium were discovered by Albert Einstein in Paris."),
+            judge.claim_set("", "Radium and polonium were discovered by Marie Curie in Paris."),
+        ]
+    )
+    [c] = swapped.claims
+    assert (c.contradicted, c.kind, c.doc_ids, c.evidence) == (
+        True,
+        "entity",
+        ("curie",),
+        "entity: Albert Einstein",
+    )
+    [c] = original.claims
+    assert (c.supported, c.contradicted, c.doc_ids) == (True, False, ("curie",))
+
+
 def test_external_bad_inputs_empty_corpus_and_no_claims():
     judge = OverlapJudge()
     empty = ExternalCheck(_search, [], [], read_stub)

@@ -215,7 +215,10 @@ _OPENING = re.compile(r"(?:^|[.!?:;•\n]|\d[.)]|\*\*|[(\[\"“])[\s*_#\"“'‘
 def opens_clause(name: str, text: str) -> bool:
     """Whether every occurrence of `name` in `text` opens a sentence or a clause (after a colon,
     a list marker or markup): a capitalised word there may be no name at all ("Ensure you are
-    ...", "**Check** the ..."), so it is no hard evidence of one."""
+    ...", "**Check** the ..."), so it is no hard evidence of one. A name with a marked word
+    ("ALDH1", "PrP", "(LTP)") is a name wherever it stands: never an opener."""
+    if any(_is_marked(w) for w in name.split()):
+        return False
     hits = list(re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text))
     return bool(hits) and all(_OPENING.search(text[: m.start()]) for m in hits)
 

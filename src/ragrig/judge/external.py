@@ -103,6 +103,7 @@ class ExternalCheck:
 
             splitter = OverlapJudge()
         self.splitter = splitter  # its lexical checks (OverlapJudge.contradictions)
+        self._words: dict[int, set[str]] = {}  # content words per chunk row, as read
 
     def _windows(self, words: set[str], rows: list[int]) -> list[tuple[str, tuple[str, ...]]]:
         """The claim's chosen windows among the retrieved chunks, each with its documents."""
@@ -114,18 +115,51 @@ class ExternalCheck:
             out.append((text, tuple(docs)))
         return out
 
+    def _chunk_words(self, row: int) -> set[str]:
+        if row not in self._words:
+            self._words[row] = self.splitter._words(self.texts[row])
+        return self._words[row]
+
+    def _holding(self, cs: Any, claim: str, rows: list[int]) -> list[int]:
+        """The retrieved chunks that hold the claim's words other than its names and numbers (at
+        the splitter's threshold, all of them for a short answer): where a name or a number of
+        the claim must be found. A swapped-in name that some other retrieved document mentions
+        is no evidence for the claim (the other words are not there)."""
+        from ragrig.judge import entities as ent
+
+        named = self.splitter._words(" ".join(ent.names(cs.surface[claim])))
+        other = {w for w in cs.words[claim] - named if not any(ch.isdigit() for ch in w)}
+        if not other:
+            return []
+        need = 1.0 if cs.short else self.splitter.threshold
+        return [r for r in rows if len(other & self._chunk_words(r)) / len(other) >= need]
+
     def _lexical(self, cs: Any, claim: str, rows: list[int]) -> tuple[str, str, tuple] | None:
-        """The claim's first lexical finding of a kind in `checks` against the retrieved chunks
-        (their documents in the third place), else None."""
+        """The claim's first lexical finding of a kind in `checks` (their documents in the third
+        place), else None: a negation conflict against the retrieved chunks, a number or name
+        absent from every retrieved chunk holding the claim's other words (none holding them:
+        the corpus is silent and the verifier decides)."""
         if not self.checks or not rows:
             return None
-        from ragrig.judge.overlap import ClaimSet
+        from ragrig.judge import entities as ent
+        from ragrig.judge.overlap import ENTITY, NUMBER, ClaimSet
 
         one = ClaimSet([claim], {claim: cs.words[claim]}, {claim: cs.surface[claim]}, cs.short)
         texts = [self.texts[r] for r in rows]
-        for _, kind, detail in self.splitter.contradictions(one, texts):
+        for _, kind, detail in self.splitter.contradictions(one, texts, entities=False):
             if kind in self.checks:
                 return kind, detail, tuple(dict.fromkeys(self.docs[r] for r in rows))
+        if NUMBER not in self.checks and ENTITY not in self.checks:
+            return None
+        holding = self._holding(cs, claim, rows)
+        if not holding:
+            return None
+        found = ent.check(cs.surface[claim], [self.texts[r] for r in holding])
+        unseen = [n for n in found.unseen_names if not ent.opens_clause(n, cs.surface[claim])]
+        docs = tuple(dict.fromkeys(self.docs[r] for r in holding))
+        for kind, values in ((NUMBER, found.unseen_numbers), (ENTITY, unseen)):
+            if kind in self.checks and values:
+                return kind, values[0], docs
         return None
 
     def check_all(self, claim_sets: Sequence[Any]) -> list[External]:
