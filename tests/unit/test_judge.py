@@ -200,3 +200,20 @@ def test_judge_all_records_answer_kind_and_entity_overlap():
         {"claim": "Q: Which moons does Mars have? A: Phobos", "supported": True}
     ]
     assert pd.isna(out.loc["full", "entity_overlap"])  # no names or numbers: no score
+
+
+def test_a_name_opening_a_clause_is_hard_evidence_only_when_it_opens_with_an_acronym():
+    """A capitalised word opening a clause may be no name (a verb of an instruction, "Enables
+    SQL", a hyphenated "First-In"); an acronym there is one (a swapped "SQL:", "(LTP)")."""
+    judge = OverlapJudge()
+    contexts = ["The engine supports SQL queries. Long-term potentiation was measured."]
+
+    def kinds(answer):
+        cs = judge.claim_set("", answer)
+        return [(kind, detail) for _, kind, detail in judge.contradictions(cs, contexts)]
+
+    assert kinds("Enables SQL queries on the engine.") == []
+    assert kinds("The engine supports First-In queries.") == [("entity", "First-In")]
+    assert kinds("First-In queries are supported by the engine.") == []
+    assert kinds("RSA: the engine supports queries.") == [("entity", "RSA")]
+    assert kinds("Long-term potentiation (LTD) was measured.") == [("entity", "LTD")]

@@ -105,6 +105,15 @@ def _is_marked(word: str) -> bool:
     )
 
 
+def _acronym(word: str) -> bool:
+    """A digit, or a capital inside the word other than after a hyphen ("IBM", "mRNA", "CH6";
+    not "First-In")."""
+    return word[0].isalpha() and (
+        any(c.isdigit() for c in word)
+        or any(c.isupper() and word[i - 1] != "-" for i, c in enumerate(word) if i)
+    )
+
+
 def names(text: str) -> list[str]:
     """Names of `text`, in order, without duplicates (see the module docstring)."""
     from ragrig.core.text import split_sentences, strip_citations
@@ -215,9 +224,10 @@ _OPENING = re.compile(r"(?:^|[.!?:;•\n]|\d[.)]|\*\*|[(\[\"“])[\s*_#\"“'‘
 def opens_clause(name: str, text: str) -> bool:
     """Whether every occurrence of `name` in `text` opens a sentence or a clause (after a colon,
     a list marker or markup): a capitalised word there may be no name at all ("Ensure you are
-    ...", "**Check** the ..."), so it is no hard evidence of one. A name with a marked word
-    ("ALDH1", "PrP", "(LTP)") is a name wherever it stands: never an opener."""
-    if any(_is_marked(w) for w in name.split()):
+    ...", "**Check** the ..."), so it is no hard evidence of one. A name whose first word is
+    an acronym ("ALDH1", "PrP", "(LTP)", "SQL: ...") is a name wherever it stands: never an
+    opener ("Enables SQL", "First-In" open with a plain word)."""
+    if _acronym(name.split()[0]):
         return False
     hits = list(re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text))
     return bool(hits) and all(_OPENING.search(text[: m.start()]) for m in hits)

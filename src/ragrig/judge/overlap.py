@@ -266,8 +266,8 @@ class OverlapJudge:
                     out.append((c, NEGATION, conflict))
             if entities:
                 found = checks[c] if checks is not None else ent.check(cs.surface[c], contexts)
-                # a capitalised word opening its sentence or clause may be no name: only the
-                # soft entity overlap counts it
+                # a capitalised word opening its sentence or clause may be no name (an acronym
+                # there is one: ent.opens_clause): only the soft entity overlap counts it
                 unseen = [n for n in found.unseen_names if not ent.opens_clause(n, cs.surface[c])]
                 if found.unseen_numbers or unseen:
                     held = bool(self._holding(cs.words[c], units, cs.short))
