@@ -286,7 +286,24 @@ def test_correctness_benchmark_on_the_fixtures(smoke):
     r = _ok(smoke, "correctness")
     assert r["config"]["answers"] == 8 and r["config"]["rating"] == "faithfulness"
     assert r["config"]["tasks"] == {"calibration": 4, "held_out": 4}
-    assert set(r["measures"]) == {"token_f1", "claim_f1", "claim_precision", "claim_recall", "axis"}
+    assert set(r["measures"]) == {
+        "token_f1",
+        "claim_f1",
+        "claim_precision",
+        "claim_recall",
+        "soft_precision",
+        "soft_recall",
+        "claim_score",
+        "axis_claim_f1",
+        "axis",
+        "mix_claim_score_token_f1",
+    }
+    assert set(r["spearman_gain_over_token_f1"]) == {
+        "claim_f1",
+        "claim_score",
+        "axis_claim_f1",
+        "axis",
+    }
     assert sum(r["status"].values()) == 8
     n = r["negation"]
     # tiny_beir's dev claims: 9, of which negate() flips 8; every flip loses correctness

@@ -115,6 +115,48 @@ def test_claim_level_precision_recall_and_failure_modes(scorer):
     ]
 
 
+def test_the_claim_score_is_continuous_and_a_refusal_is_read_by_agreement(scorer):
+    answers = [REF, "The Eiffel Tower is not in Paris.", "The Eiffel Tower is in Paris."]
+    full, negated, part = scorer.score_all([(Q, a, REF) for a in answers])
+    # soft F1: the harmonic mean of the mean max P(support) of each side
+    assert (
+        full.claim_score
+        == full.soft_f1
+        == pytest.approx(
+            2 * full.soft_precision * full.soft_recall / (full.soft_precision + full.soft_recall)
+        )
+    )
+    assert 0.9 < full.claim_score < 1.0  # the verifier's P(support), not a count
+    # the negated claim: a hard check contradicts it, so it counts 0 on the precision side
+    assert (negated.soft_precision, negated.claim_score) == (0.0, 0.0)
+    # right but 1 of 3 reference claims: high precision, a third of the recall or less
+    assert part.soft_precision > 0.9 and part.soft_recall < 0.34
+    assert part.answer_kind == part.reference_kind == "answer"
+    declined = "I do not have information on that."
+    cases = [
+        ("I don't know.", REF, "refusal", "answer", 0.0, "refusal_mismatch"),
+        ("The passages do not say.", declined, "refusal", "refusal", 1.0, ""),
+        (
+            "The passages do not mention its height, but the Eiffel Tower is in Paris.",
+            declined,
+            "partial_refusal",
+            "refusal",
+            0.5,
+            "refusal_mismatch",
+        ),
+    ]
+    for answer, ref, a_kind, r_kind, score, mode in cases:
+        r = scorer.score(Q, answer, ref)
+        assert (r.status, r.answer_kind, r.reference_kind, r.claim_score, r.failure_mode) == (
+            "refusal",
+            a_kind,
+            r_kind,
+            score,
+            mode,
+        )
+        assert r.claim_f1 is None  # no claims read
+
+
 def test_vital_nuggets_recall(scorer):
     cell = json.dumps(
         [
@@ -186,6 +228,12 @@ def _claims_table(**f1):
                 "claim_f1": v,
                 "vital_nuggets": 0,
                 "vital_recall": None,
+                "soft_precision": v + 0.1,
+                "soft_recall": v + 0.1,
+                "soft_f1": v + 0.1,
+                "answer_kind": "answer",
+                "reference_kind": "answer",
+                "claim_score": v + 0.1,
                 "failure_mode": "wrong_number",
                 "claims": "{}",
             }
@@ -193,7 +241,7 @@ def _claims_table(**f1):
     return pd.DataFrame(rows)
 
 
-def test_short_answers_read_token_f1_long_ones_claim_f1():
+def test_short_answers_read_token_f1_long_ones_the_claim_score():
     gens = _gens()
     gens.loc[3, "answer"] = LONG  # 12 words once "the" is dropped: >= 8
     queries = _queries(
@@ -206,16 +254,25 @@ def test_short_answers_read_token_f1_long_ones_claim_f1():
     )  # fmt: skip
     long = t.long.set_index(["qid", "measure"])["value"]
     # q1 "SUPPORTED. Aspirin reduced fever [1]." is 4 words: token-F1 2 * 3/4 / (7/4) though a
-    # claim-level reading exists; q4 is long: its claim F1
+    # claim-level reading exists; q4 is long: its claim score (claim_level_measure's default)
     assert long[("q1", "axis/correctness")] == pytest.approx(2 * 0.75 / 1.75)
     assert long[("q1", "correctness/claim_f1")] == 0.25  # reported beside it
-    assert long[("q4", "axis/correctness")] == 0.8
+    assert long[("q1", "correctness/claim_score")] == 0.35
+    assert long[("q4", "axis/correctness")] == pytest.approx(0.9)
+    assert long[("q4", "correctness/soft_recall")] == pytest.approx(0.9)
     assert long[("q4", "correctness/contradictions")] == 1.0
     # "coffee keeps people awake at night because ..." vs "coffee keeps you awake at night":
     # 5 common words, P 5/12, R 5/6
     assert long[("q4", "correctness/token_f1")] == pytest.approx(2 * 5 / (12 + 6))
     c = t.counts["correctness"]
-    assert c["reads"] == {"claim_f1": 1, "token_f1": 1, "verdict": 2, "surrogates": 0}
+    assert c["reads"] == {
+        "claim_score": 1,
+        "claim_f1": 0,
+        "refusal_agreement": 0,
+        "token_f1": 1,
+        "verdict": 2,
+        "surrogates": 0,
+    }
     assert c["claim_level"]["failure_modes"]["wrong_number"] == 2
     assert c["reference"] == {
         "reference_absent": 1,
@@ -225,8 +282,15 @@ def test_short_answers_read_token_f1_long_ones_claim_f1():
     pq = t.per_query.set_index("qid")
     assert (pq.loc["q1", "correctness_reads"], pq.loc["q4", "correctness_reads"]) == (
         "token_f1",
-        "claim_f1",
+        "claim_score",
     )
+    # the thresholded claim F1 on request
+    t1 = scorecard_tables(
+        queries, QRELS, RUN, gens, _judgments(False),
+        _cfg(reference_column="answer_ref", claim_level_measure="claim_f1"), None, claims,
+    )  # fmt: skip
+    assert t1.long.set_index(["qid", "measure"])["value"][("q4", "axis/correctness")] == 0.8
+    assert t1.counts["correctness"]["reads"]["claim_f1"] == 1
     # a higher threshold sends q4 back to token-F1, and the note says why
     t2 = scorecard_tables(
         queries, QRELS, RUN, gens, _judgments(False),
@@ -235,6 +299,36 @@ def test_short_answers_read_token_f1_long_ones_claim_f1():
     assert t2.long.set_index(["qid", "measure"])["value"][("q4", "axis/correctness")] == (
         pytest.approx(10 / 18)
     )
+
+
+def test_a_refusal_pair_reads_its_agreement_whatever_the_length():
+    gens = _gens()
+    gens.loc[3, "answer"] = "I don't know."
+    queries = _queries(answer_ref=["aspirin reduced fever", "x", "x", "The passages do not say."])
+    claims = _claims_table(q1=0.5)
+    claims = pd.concat([claims, claims.assign(qid="q4")], ignore_index=True)
+    claims.loc[1, ["status", "answer_kind", "reference_kind", "claim_score", "failure_mode"]] = [
+        "refusal", "refusal", "refusal", 1.0, "",
+    ]  # fmt: skip
+    for col in ("claim_precision", "claim_recall", "claim_f1", "soft_f1"):
+        claims.loc[1, col] = None
+    t = scorecard_tables(
+        queries, QRELS, RUN, gens, _judgments(False), _cfg(reference_column="answer_ref"),
+        None, claims,
+    )  # fmt: skip
+    long = t.long.set_index(["qid", "measure"])["value"]
+    assert long[("q4", "axis/correctness")] == 1.0  # token-F1 would be 0
+    assert long[("q4", "correctness/refusal_agreement")] == 1.0
+    c = t.counts["correctness"]
+    assert c["reads"]["refusal_agreement"] == 1
+    assert c["claim_level"]["failure_modes"]["none"] == 1
+    # with the thresholded F1, a refusal pair is unscored and keeps token-F1 as before
+    t1 = scorecard_tables(
+        queries, QRELS, RUN, gens, _judgments(False),
+        _cfg(reference_column="answer_ref", claim_level_measure="claim_f1"), None, claims,
+    )  # fmt: skip
+    assert t1.long.set_index(["qid", "measure"])["value"][("q4", "axis/correctness")] == 0.0
+    assert "claim-level correctness: 1 answers refusal, token-F1 used" in t1.notes
 
 
 def test_long_answers_without_a_claim_level_reading_are_noted():
@@ -292,7 +386,8 @@ def test_the_console_line_says_what_the_axis_read():
     from ragrig.report.scorecard import _correctness_line
 
     section = {
-        "reads": {"claim_f1": 3, "token_f1": 1, "verdict": 0, "surrogates": 0},
+        "reads": {"claim_score": 3, "claim_f1": 0, "token_f1": 1, "verdict": 0, "surrogates": 0},
+        "claim_score": {"mean": 0.625, "n": 3},
         "claim_f1": {"mean": 0.5, "n": 3},
         "claim_precision": {"mean": 0.75, "n": 3},
         "claim_recall": {"mean": 0.4, "n": 3},
@@ -301,7 +396,8 @@ def test_the_console_line_says_what_the_axis_read():
         "claim_level": {"failure_modes": {"negation": 2, "wrong_number": 0, "none": 1}},
     }
     assert _correctness_line(section) == (
-        "  correctness reads: claim_f1 3, token_f1 1; claim F1 0.5000 (precision 0.7500, "
+        "  correctness reads: claim_score 3, token_f1 1; claim score 0.6250 (n 3); "
+        "claim F1 0.5000 (precision 0.7500, "
         "recall 0.4000, n 3); 2 contradicted claims; token-F1 0.1250 (n 4); failure modes: "
         "negation 2, none 1"
     )

@@ -480,7 +480,9 @@ def test_axes_per_query_with_old_judgments_and_vectors():
     assert t.counts["correctness"]["coverage_method"] == {"question_parts": 4}
     assert t.counts["correctness"]["clarity_method"] == {"readability": 1}
     assert t.counts["correctness"]["reads"] == {
+        "claim_score": 0,
         "claim_f1": 0,
+        "refusal_agreement": 0,
         "token_f1": 0,
         "verdict": 3,
         "surrogates": 1,

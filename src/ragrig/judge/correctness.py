@@ -16,11 +16,24 @@ windows the judge uses (ragrig.judge.windows: `claim_pairs`, `best_per_claim`):
 * a reference claim is *covered* when the answer supports it the same way; recall is the
   covered share, `vital_recall` the covered share of the vital nuggets.
 
+Beside the thresholded shares, a continuous reading: `soft_precision` is the mean over answer
+claims of their max P(support), 0 for a claim a hard check contradicts; `soft_recall` the mean
+over reference claims of the max P(support) the answer gives them (a contradiction is
+precision's error, not counted twice); `soft_f1` their harmonic mean. A paraphrase the verifier
+reads at P(support) 0.4 counts 0.4, not 0: the ranking of answers follows people's completeness
+ratings more closely than the shares do (docs/benchmarks.md §24).
+
+Refusals (ragrig.judge.refusal) are read by agreement, not claims: when the answer or the
+reference declines altogether (status `refusal`), `claim_score` is 1.0 when both decline, 0.5 when
+the other declines in part, 0.0 when the other answers. `claim_score` is what the correctness axis
+reads: `soft_f1` for a scored answer, the refusal agreement for a refusal.
+
 The failure mode of an answer, first that applies: the kind of its first contradicted claim
 (`wrong_number`, `wrong_entity`, `negation`; for a claim only the verifier contradicts, its
 first number or name absent from the reference, else `contradiction`),
 else `missing_information` (a vital nugget not covered, or without nuggets a recall below
-MISSING_RECALL), else none ("").
+MISSING_RECALL), else none (""); a refusal pair whose other side does not decline altogether is
+`refusal_mismatch`.
 """
 
 from __future__ import annotations
@@ -33,20 +46,31 @@ import pandas as pd
 
 from ragrig.core.schemas import GENERATION_FAILED
 from ragrig.judge.overlap import ENTITY, FABRICATED, NEGATION, NUMBER, ClaimSet, OverlapJudge
+from ragrig.judge.refusal import PARTIAL_REFUSAL, REFUSAL, answer_kind
 from ragrig.judge.windows import best_per_claim, claim_pairs
 from ragrig.metrics.correctness import Nugget, f1, parse_reference, reference_problem
 
-SCORED, NO_CLAIMS, REFERENCE_NO_CLAIMS, SKIPPED = (
+SCORED, REFUSAL_PAIR, NO_CLAIMS, REFERENCE_NO_CLAIMS, SKIPPED = (
     "scored",
+    "refusal",
     "no_claims",
     "reference_no_claims",
     "skipped",
 )
-FAILURE_MODES = ("wrong_number", "wrong_entity", "negation", "contradiction", "missing_information")
+FAILURE_MODES = (
+    "wrong_number",
+    "wrong_entity",
+    "negation",
+    "contradiction",
+    "missing_information",
+    "refusal_mismatch",
+)
 _MODE_OF_KIND = {NUMBER: "wrong_number", ENTITY: "wrong_entity", NEGATION: "negation"}
 # Without nuggets, an answer covering less than half of the reference's claims misses required
 # information; with nuggets, any vital nugget missing does.
 MISSING_RECALL = 0.5
+# agreement when the answer or the reference declines altogether, by the other side's kind
+REFUSAL_AGREEMENT = {REFUSAL: 1.0, PARTIAL_REFUSAL: 0.5}
 
 
 @dataclass(frozen=True)
@@ -64,6 +88,12 @@ class ClaimCorrectness:
     claim_f1: float | None = None
     vital_nuggets: int = 0
     vital_recall: float | None = None
+    soft_precision: float | None = None
+    soft_recall: float | None = None
+    soft_f1: float | None = None
+    answer_kind: str = ""
+    reference_kind: str = ""
+    claim_score: float | None = None
     failure_mode: str = ""
     claims: str = "[]"
 
@@ -115,15 +145,27 @@ class ReferenceCorrectness:
         if problem is not None:
             return {"status": problem}
         a = self.claims.claim_set(question, answer)
-        if not a.claims:
-            return {"status": NO_CLAIMS}
         r = (
             _nugget_claims(nuggets, self.claims)
             if nuggets
             else self.claims.claim_set(question, text)
         )
+        kinds = {
+            "answer_kind": answer_kind(len(a.claims), a.declined),
+            "reference_kind": answer_kind(len(r.claims), r.declined),
+        }
+        if REFUSAL in kinds.values():
+            other = kinds["reference_kind" if kinds["answer_kind"] == REFUSAL else "answer_kind"]
+            return {
+                "status": REFUSAL_PAIR,
+                **kinds,
+                "claim_score": REFUSAL_AGREEMENT.get(other, 0.0),
+                "failure_mode": "" if other == REFUSAL else "refusal_mismatch",
+            }
+        if not a.claims:
+            return {"status": NO_CLAIMS, **kinds}
         if not r.claims:
-            return {"status": REFERENCE_NO_CLAIMS}
+            return {"status": REFERENCE_NO_CLAIMS, **kinds}
         vital = {n.text for n in nuggets or () if n.vital}
         p_pairs, p_owner = claim_pairs(a.claims, a.words, [text], self.window, self.k)
         r_pairs, r_owner = claim_pairs(r.claims, r.words, [answer], self.window, self.k)
@@ -137,6 +179,7 @@ class ReferenceCorrectness:
             "nuggets": bool(nuggets),
             "p": (p_pairs, p_owner),
             "r_pairs": (r_pairs, r_owner),
+            **kinds,
         }
 
     def score_all(self, items: list[tuple[str, str, Any]]) -> list[ClaimCorrectness]:
@@ -166,6 +209,7 @@ class ReferenceCorrectness:
         r_kind = _first_kind(self.claims.contradictions(r, [p["answer"]]))
         details: dict[str, list] = {"answer": [], "reference": []}
         supported = contradicted = 0
+        soft_p = soft_r = 0.0
         mode = ""
         for c, (ps, pc, _, _) in zip(a.claims, a_read, strict=True):
             kind = a_kind.get(c)
@@ -173,6 +217,7 @@ class ReferenceCorrectness:
             bad = not ok and (pc >= self.contradict_threshold or kind is not None)
             supported += ok
             contradicted += bad
+            soft_p += 0.0 if kind is not None else ps
             if bad and not mode:
                 mode = _MODE_OF_KIND.get(kind or a_absent.get(c), "contradiction")
             details["answer"].append(
@@ -189,6 +234,7 @@ class ReferenceCorrectness:
         for c, (ps, _, _, _) in zip(r.claims, r_read, strict=True):
             ok = ps >= self.threshold and r_kind.get(c) is None
             covered += ok
+            soft_r += ps
             vital_covered += ok and c in p["vital"]
             details["reference"].append(
                 {
@@ -200,6 +246,8 @@ class ReferenceCorrectness:
             )
         precision = supported / len(a.claims)
         recall = covered / len(r.claims)
+        soft_p, soft_r = soft_p / len(a.claims), soft_r / len(r.claims)
+        soft = f1(soft_p, soft_r)
         n_vital = sum(1 for c in r.claims if c in p["vital"])
         vital_recall = vital_covered / n_vital if n_vital else None
         if not mode and (
@@ -219,6 +267,12 @@ class ReferenceCorrectness:
             f1(precision, recall),
             n_vital,
             vital_recall,
+            soft_p,
+            soft_r,
+            soft,
+            p["answer_kind"],
+            p["reference_kind"],
+            soft,
             mode,
             json.dumps(details, ensure_ascii=False),
         )
@@ -247,11 +301,27 @@ def _absent_kind(findings: tuple[tuple[str, str, str], ...]) -> dict[str, str]:
 
 
 def _unscored(p: dict[str, Any]) -> ClaimCorrectness:
-    return ClaimCorrectness(p["status"])
+    """A refusal pair keeps its agreement `claim_score`; the rest, their status and kinds alone."""
+    return ClaimCorrectness(
+        p["status"],
+        answer_kind=p.get("answer_kind", ""),
+        reference_kind=p.get("reference_kind", ""),
+        claim_score=p.get("claim_score"),
+        failure_mode=p.get("failure_mode", ""),
+    )
 
 
 COLUMNS = ["qid", "reference_column", *ClaimCorrectness.__dataclass_fields__]
-FLOAT_COLUMNS = ["claim_precision", "claim_recall", "claim_f1", "vital_recall"]
+FLOAT_COLUMNS = [
+    "claim_precision",
+    "claim_recall",
+    "claim_f1",
+    "vital_recall",
+    "soft_precision",
+    "soft_recall",
+    "soft_f1",
+    "claim_score",
+]
 INT_COLUMNS = ["answer_claims", "reference_claims", "supported", "covered", "contradictions"]
 
 
@@ -289,7 +359,7 @@ def correctness_all(
 
 def correctness_record(table: pd.DataFrame) -> dict[str, Any]:
     """The judge manifest's `correctness`: answers per status and per failure mode."""
-    scored = table[table["status"] == SCORED]
+    scored = table[table["status"].isin([SCORED, REFUSAL_PAIR])]
     return {
         "reference_column": str(table["reference_column"].iloc[0]) if len(table) else None,
         "status": table["status"].value_counts().sort_index().to_dict(),

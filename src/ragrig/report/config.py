@@ -247,8 +247,15 @@ class ScorecardConfig(Section):
         8,
         ge=1,
         description="answers of at least this many words (after SQuAD normalisation) read the "
-        "judge's claim-level F1 against the reference (judge.correctness) as their "
-        "correctness; shorter ones, token-F1",
+        "judge's claim-level reading against the reference (judge.correctness, "
+        "claim_level_measure) as their correctness; shorter ones, token-F1",
+    )
+    claim_level_measure: Literal["claim_score", "claim_f1"] = Field(
+        "claim_score",
+        description="what a long answer's correctness reads from the judge's claim-level "
+        "table: claim_score (the F1 of the mean P(support) of answer and reference claims; a "
+        "refusal on either side read by agreement, whatever the length) or claim_f1 (the F1 "
+        "of the supported and covered shares at judge.correctness.support_threshold)",
     )
 
     @model_validator(mode="after")

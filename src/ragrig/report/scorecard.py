@@ -44,7 +44,7 @@ from ragrig.metrics.scorecard import (
 )
 
 # what a correctness axis value read, per answer
-AXIS_READS = ("claim_f1", "token_f1", "verdict", "surrogates")
+AXIS_READS = ("claim_score", "claim_f1", "refusal_agreement", "token_f1", "verdict", "surrogates")
 # the failure modes of claim-level correctness (ragrig.judge.correctness.FAILURE_MODES)
 CLAIM_FAILURE_MODES = (
     "wrong_number",
@@ -52,7 +52,18 @@ CLAIM_FAILURE_MODES = (
     "negation",
     "contradiction",
     "missing_information",
+    "refusal_mismatch",
     "none",
+)
+# the claim-level readings reported per answer (correctness/<name>)
+CLAIM_MEASURES = (
+    "claim_precision",
+    "claim_recall",
+    "claim_f1",
+    "vital_recall",
+    "soft_precision",
+    "soft_recall",
+    "claim_score",
 )
 # surrogates with an offline measure beside the LLM judge's rating
 OFFLINE_SURROGATES = ("coverage", "clarity")
@@ -129,6 +140,34 @@ def _claim_rows(claims: pd.DataFrame | None, cfg: Any) -> dict[str, dict[str, An
             "judge.correctness.reference_column to the same column"
         )
     return {r["qid"]: r for r in claims.to_dict("records")}
+
+
+def _reads_refusal(claim: Mapping[str, Any] | None, cfg: Any) -> bool:
+    """A refusal on either side, read by agreement (ragrig.judge.correctness), under the
+    claim score."""
+    return (
+        cfg.claim_level_measure == "claim_score"
+        and claim is not None
+        and claim["status"] == "refusal"
+        and _value(claim, "claim_score") is not None
+    )
+
+
+def reference_axis(
+    answer: str, token_f1: float, claim: Mapping[str, Any] | None, cfg: Any
+) -> tuple[float, str]:
+    """(correctness, what it read) of an answer with a reference: a refusal pair's agreement;
+    a long answer's claim-level measure (`cfg.claim_level_measure`) when the judge scored it;
+    else token-F1."""
+    if _reads_refusal(claim, cfg):
+        return float(claim["claim_score"]), "refusal_agreement"
+    measure = cfg.claim_level_measure
+    long = corr.answer_tokens(answer) >= cfg.claim_level_min_tokens
+    if long and claim is not None and claim["status"] == "scored":
+        v = _value(claim, measure)
+        if v is not None:
+            return v, measure
+    return token_f1, "token_f1"
 
 
 def _offline_coverage(
@@ -267,11 +306,15 @@ def scorecard_tables(
                     reference_problems[problem] += 1
             cl = claim_rows.get(qid) if problem is None else None
             cl_scored = cl is not None and cl["status"] == "scored"
+            cl_refusal = _reads_refusal(cl, cfg)
             if cl_scored:
-                for name in ("claim_precision", "claim_recall", "claim_f1", "vital_recall"):
+                for name in CLAIM_MEASURES:
                     if _value(cl, name) is not None:
                         rows.append((qid, f"correctness/{name}", float(cl[name])))
                 rows.append((qid, "correctness/contradictions", float(cl["contradictions"])))
+                claim_modes[cl["failure_mode"] or "none"] += 1
+            elif cl_refusal:
+                rows.append((qid, "correctness/refusal_agreement", float(cl["claim_score"])))
                 claim_modes[cl["failure_mode"] or "none"] += 1
             elif cl is not None:
                 claim_unscored[cl["status"]] += 1
@@ -288,12 +331,9 @@ def scorecard_tables(
                 tf1 = corr.token_f1(answer, ref)
                 rows.append((qid, "correctness/token_f1", tf1))
                 rows.append((qid, "correctness/exact_match", corr.exact_match(answer, ref)))
+                correctness, reads = reference_axis(answer, tf1, cl, cfg)
                 long = corr.answer_tokens(answer) >= cfg.claim_level_min_tokens
-                if long and cl_scored:
-                    correctness, reads = float(cl["claim_f1"]), "claim_f1"
-                else:
-                    correctness, reads = tf1, "token_f1"
-                    long_token_f1 += long and claims is not None
+                long_token_f1 += long and reads == "token_f1" and claims is not None
                 sources["reference"] += 1
             elif label is not None:
                 refusal = j is not None and j.get("answer_kind") == "refusal"
@@ -746,6 +786,8 @@ def _correctness_line(c: Mapping[str, Any]) -> str:
     if not any(reads.values()):
         return ""
     parts = []
+    if "claim_score" in c:
+        parts.append(f"claim score {c['claim_score']['mean']:.4f} (n {c['claim_score']['n']})")
     if "claim_f1" in c:
         parts.append(
             f"claim F1 {c['claim_f1']['mean']:.4f} (precision "
