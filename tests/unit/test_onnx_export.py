@@ -45,6 +45,17 @@ def test_the_onnx_encoder_embeds_as_the_torch_one_does():
     np.testing.assert_allclose(onnx.encode(texts), torch_fp32.encode(texts), atol=1e-5)
 
 
+def test_traces_embed_batch_size_is_honoured_and_leaves_the_vectors_as_they_are():
+    from ragrig.traces.axes import _LazyEmbedders
+
+    params = Path(__file__).parents[2] / "params.yaml"
+    texts = [f"Aspirin reduces fever in {n} adults. " * (1 + n % 7) for n in range(20)]
+    small, full = _LazyEmbedders(params, "onnx", 3).pair(), _LazyEmbedders(params, "onnx").pair()
+    assert [e.batch_size for e in small] == [3, 3] and [e.batch_size for e in full] == [32, 32]
+    # the same vectors in 7 padded batches as in one: the cosine the semantic part reads
+    np.testing.assert_allclose(small[1].encode(texts), full[1].encode(texts), atol=1e-6)
+
+
 def test_a_cached_file_that_does_not_load_is_one_line_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv(onnx_export.CACHE_ENV, str(tmp_path))
     path = onnx_export.cached_path("verifier", VM.SHIPPED_SHA256)

@@ -69,10 +69,17 @@ class OnlineAxes:
         self.passages = PassageVectors()
 
     @classmethod
-    def from_params(cls, params: Path, semantic: bool = True, runtime: str = "torch") -> OnlineAxes:
+    def from_params(
+        cls,
+        params: Path,
+        semantic: bool = True,
+        runtime: str = "torch",
+        embed_batch_size: int | None = None,
+    ) -> OnlineAxes:
         """The report's weights and similarity range, the embed section's model (loaded on
         first use) when `semantic`, the judge's consistency settings (or their defaults);
-        `runtime="onnx"`: both models through onnxruntime (conf/traces.yaml `runtime`)."""
+        `runtime="onnx"`: both models through onnxruntime (conf/traces.yaml `runtime`);
+        `embed_batch_size`: texts per embedder call (None: the embed section's)."""
         from ragrig.core.config import load_section
         from ragrig.judge.config import ConsistencyConfig, onnx_verifiers
         from ragrig.judge.confirm import LazyVerifier
@@ -87,7 +94,7 @@ class OnlineAxes:
             {k: float(v) for k, v in rcfg.relevance_weights.items()},
             {k: float(v) for k, v in rcfg.correctness_surrogate_weights.items()},
             (sim.irrelevant, sim.relevant),
-            _LazyEmbedders(params, runtime) if semantic else None,
+            _LazyEmbedders(params, runtime, embed_batch_size) if semantic else None,
             LazyVerifier(ccfg).readings,
             ccfg.threshold,
         )
@@ -210,9 +217,10 @@ class PassageVectors:
 class _LazyEmbedders:
     """The embed section's model for questions and passages, loaded on the first batch."""
 
-    def __init__(self, params: Path, runtime: str = "torch"):
+    def __init__(self, params: Path, runtime: str = "torch", batch_size: int | None = None):
         self.params = params
         self.runtime = runtime
+        self.batch_size = batch_size
         self._pair: tuple[Any, Any] | None = None
 
     def pair(self) -> tuple[Any, Any]:
@@ -223,6 +231,8 @@ class _LazyEmbedders:
 
             cfg = load_section("embed", self.params)
             # the same model without sentence-transformers' imports where it can be (~300 MB)
+            if self.batch_size is not None:
+                cfg = cfg.model_copy(update={"batch_size": self.batch_size})
             passages = light_embedder(cfg, "passage", self.runtime) or make_embedder(
                 cfg, role="passage"
             )

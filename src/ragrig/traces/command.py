@@ -21,12 +21,14 @@ def load_config(path: Path | None) -> TracesConfig:
     return load_config_file(TracesConfig, path, "conf/traces.yaml")
 
 
-def query_embedder(params: Path, runtime: str = "torch") -> Any:
+def query_embedder(params: Path, runtime: str = "torch", batch_size: int | None = None) -> Any:
     from ragrig.core.config import load_section
     from ragrig.embed import make_embedder
     from ragrig.traces.embedder import light_embedder
 
     cfg = load_section("embed", params)
+    if batch_size is not None:
+        cfg = cfg.model_copy(update={"batch_size": batch_size})
     return light_embedder(cfg, "query", runtime) or make_embedder(cfg, role="query")
 
 
@@ -228,14 +230,16 @@ def cmd_traces(args: argparse.Namespace) -> int:
             from ragrig.runtime.malloc import bound_heap
 
             bound_heap(cfg.heap_threshold_mib << 20)
-        judging = Judging.from_params(Path(args.params), cfg.semantic_relevance, cfg.runtime)
+        judging = Judging.from_params(
+            Path(args.params), cfg.semantic_relevance, cfg.runtime, cfg.embed_batch_size
+        )
         embedder = None
         if cfg.drift.queries:  # the relevance's question embedder when it has one: one model
             shared = judging.axes.embedders
             embedder = (
                 shared.pair()[0]
                 if shared is not None
-                else query_embedder(Path(args.params), cfg.runtime)
+                else query_embedder(Path(args.params), cfg.runtime, cfg.embed_batch_size)
             )
         result = evaluate(source, cfg, judging, embedder, progress=not args.quiet)
         paths = write_outputs(result, cfg, Path(args.out), source)

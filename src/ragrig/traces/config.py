@@ -162,6 +162,14 @@ class TracesConfig(Section):
         description="relevance's semantic part: question and contexts embedded by the embed "
         "section's model (false: keyword and context parts only, no model loaded)",
     )
+    embed_batch_size: int | None = Field(
+        8,
+        ge=1,
+        le=4096,
+        description="texts per embedder call for relevance's semantic part and query drift "
+        "(null: the embed section's batch_size). The vectors do not depend on it; small "
+        "batches pad less and stay in cache (docs/benchmarks.md §21)",
+    )
     runtime: Literal["onnx", "torch"] = Field(
         "onnx",
         description="how the embedder and the verifier run: onnx (their fp32 graphs through "

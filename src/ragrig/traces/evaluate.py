@@ -104,10 +104,17 @@ class Judging:
     method: str = ""  # the judge's, as the window table names faithfulness's method
 
     @classmethod
-    def from_params(cls, params: Path, semantic: bool = True, runtime: str = "torch") -> Judging:
+    def from_params(
+        cls,
+        params: Path,
+        semantic: bool = True,
+        runtime: str = "torch",
+        embed_batch_size: int | None = None,
+    ) -> Judging:
         """The params' judge; `semantic`: relevance's semantic part (the embed section's
         model) when its weight is not 0; `runtime="onnx"`: every verifier of the judge section
-        through onnxruntime (ragrig.judge.config.onnx_verifiers)."""
+        through onnxruntime (ragrig.judge.config.onnx_verifiers); `embed_batch_size`: texts per
+        embedder call (None: the embed section's)."""
         from ragrig.core.config import load_section
         from ragrig.judge import make_judge
         from ragrig.judge.config import onnx_verifiers
@@ -129,7 +136,7 @@ class Judging:
             getattr(jcfg, "decision_threshold", None),
             getattr(jcfg, "veto", None),
             rcfg.scorecard.faithfulness_reads,
-            OnlineAxes.from_params(params, semantic, runtime),
+            OnlineAxes.from_params(params, semantic, runtime, embed_batch_size),
             f"{jcfg.method} judge, {rcfg.scorecard.faithfulness_reads}",
         )
 
