@@ -345,10 +345,11 @@ def test_traces_benchmark_times_the_command_on_a_synthetic_log(smoke):
     run, torch = r["runs"]
     assert r["config"] == {
         "interactions": 2000, "hours": 4, "rates": [0.1], "glibc_heap_too": False,
-        "runtimes": ["onnx", "torch"],
+        "runtimes": ["onnx", "torch"], "embed_batches": [8],
     }  # fmt: skip
     # the default runtime and torch's, side by side: the same sample, the same verdicts
     assert (run["runtime"], torch["runtime"]) == ("onnx", "torch")
+    assert run["embed_batch"] == torch["embed_batch"] == 8  # conf/traces.yaml's default
     assert (torch["judged"], torch["alerts"]) == (run["judged"], run["alerts"])
     assert run["lines"] == 2000 and run["sample_rate"] == 0.1
     assert 150 <= run["judged"] <= 250  # a 10% hashed sample of 2,000
