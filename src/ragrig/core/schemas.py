@@ -29,6 +29,16 @@ FAILURE_MODES = (
     "fabrication",
     "overgeneralisation",
 )
+# Failure modes of an answer read against its reference answer, claim by claim
+# (ragrig.judge.correctness, which documents each)
+CLAIM_FAILURE_MODES = (
+    "wrong_number",
+    "wrong_entity",
+    "negation",
+    "contradiction",
+    "missing_information",
+    "refusal_mismatch",
+)
 # The hard checks (ragrig.judge.overlap) that decide an answer unless judge.veto says otherwise:
 # the two that cost MTRAG's human agreement nothing measurable (docs/benchmarks.md §19)
 DEFAULT_VETO = ("number", "fabricated")

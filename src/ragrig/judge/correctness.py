@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragrig.core.schemas import GENERATION_FAILED
+from ragrig.core.schemas import CLAIM_FAILURE_MODES, GENERATION_FAILED
 from ragrig.judge.overlap import ENTITY, FABRICATED, NEGATION, NUMBER, ClaimSet, OverlapJudge
 from ragrig.judge.refusal import PARTIAL_REFUSAL, REFUSAL, answer_kind
 from ragrig.judge.windows import best_per_claim, claim_pairs
@@ -57,14 +57,7 @@ SCORED, REFUSAL_PAIR, NO_CLAIMS, REFERENCE_NO_CLAIMS, SKIPPED = (
     "reference_no_claims",
     "skipped",
 )
-FAILURE_MODES = (
-    "wrong_number",
-    "wrong_entity",
-    "negation",
-    "contradiction",
-    "missing_information",
-    "refusal_mismatch",
-)
+FAILURE_MODES = CLAIM_FAILURE_MODES
 _MODE_OF_KIND = {NUMBER: "wrong_number", ENTITY: "wrong_entity", NEGATION: "negation"}
 # Without nuggets, an answer covering less than half of the reference's claims misses required
 # information; with nuggets, any vital nugget missing does.

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ragrig.core.errors import ConfigError, DataValidationError
+from ragrig.core.schemas import CLAIM_FAILURE_MODES as _CLAIM_MODES
 from ragrig.core.schemas import FAILURE_MODES, GENERATION_FAILED
 from ragrig.core.text import sample
 from ragrig.metrics import correctness as corr
@@ -45,16 +46,8 @@ from ragrig.metrics.scorecard import (
 
 # what a correctness axis value read, per answer
 AXIS_READS = ("claim_score", "claim_f1", "refusal_agreement", "token_f1", "verdict", "surrogates")
-# the failure modes of claim-level correctness (ragrig.judge.correctness.FAILURE_MODES)
-CLAIM_FAILURE_MODES = (
-    "wrong_number",
-    "wrong_entity",
-    "negation",
-    "contradiction",
-    "missing_information",
-    "refusal_mismatch",
-    "none",
-)
+# the failure modes of claim-level correctness, and "none" for a reading without one
+CLAIM_FAILURE_MODES = (*_CLAIM_MODES, "none")
 # the claim-level readings reported per answer (correctness/<name>)
 CLAIM_MEASURES = (
     "claim_precision",

@@ -225,17 +225,10 @@ class _LazyEmbedders:
 
     def pair(self) -> tuple[Any, Any]:
         if self._pair is None:
-            from ragrig.core.config import load_section
-            from ragrig.embed import make_embedder
-            from ragrig.traces.embedder import light_embedder
+            from ragrig.traces.embedder import embed_section, section_embedder
 
-            cfg = load_section("embed", self.params)
-            # the same model without sentence-transformers' imports where it can be (~300 MB)
-            if self.batch_size is not None:
-                cfg = cfg.model_copy(update={"batch_size": self.batch_size})
-            passages = light_embedder(cfg, "passage", self.runtime) or make_embedder(
-                cfg, role="passage"
-            )
+            cfg = embed_section(self.params, self.batch_size)
+            passages = section_embedder(cfg, "passage", self.runtime)
             self._pair = passages.with_prefix(cfg.query_prefix), passages
         return self._pair
 

@@ -22,14 +22,9 @@ def load_config(path: Path | None) -> TracesConfig:
 
 
 def query_embedder(params: Path, runtime: str = "torch", batch_size: int | None = None) -> Any:
-    from ragrig.core.config import load_section
-    from ragrig.embed import make_embedder
-    from ragrig.traces.embedder import light_embedder
+    from ragrig.traces.embedder import embed_section, section_embedder
 
-    cfg = load_section("embed", params)
-    if batch_size is not None:
-        cfg = cfg.model_copy(update={"batch_size": batch_size})
-    return light_embedder(cfg, "query", runtime) or make_embedder(cfg, role="query")
+    return section_embedder(embed_section(params, batch_size), "query", runtime)
 
 
 def write_outputs(result: Result, cfg: TracesConfig, out: Path, source: Path) -> list[Path]:

@@ -122,3 +122,20 @@ def light_embedder(cfg: Any, role: str = "passage", runtime: str = "torch") -> A
         graph, _ = encoder_onnx(folder)
         return OnnxEmbedder(str(graph), str(folder), cfg.batch_size, length, cfg.normalize, prefix)
     return MeanPoolEmbedder(folder, length, cfg.batch_size, cfg.normalize, prefix, precision)
+
+
+def embed_section(params: Path, batch_size: int | None = None) -> Any:
+    """The params' embed section, with `batch_size` texts per encoder call when given
+    (conf/traces.yaml `embed_batch_size`; the vectors do not depend on it)."""
+    from ragrig.core.config import load_section
+
+    cfg = load_section("embed", params)
+    return cfg if batch_size is None else cfg.model_copy(update={"batch_size": batch_size})
+
+
+def section_embedder(cfg: Any, role: str, runtime: str = "torch") -> Any:
+    """The section's model without sentence-transformers' imports where it can be (~300 MB,
+    `light_embedder`), else the full embedder."""
+    from ragrig.embed import make_embedder
+
+    return light_embedder(cfg, role, runtime) or make_embedder(cfg, role=role)
